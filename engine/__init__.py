@@ -1,0 +1,16 @@
+"""pt2scope engine: run torch.compile on a user's model and record every stage into one versioned report.
+
+Dependency rule: this package imports torch and small pure-Python helpers, never Flask, Celery or SQL.
+The parent side (``engine.job``, ``engine.cli``, ``engine.report``) does not even import torch: user code and
+torch run only in the child process started by ``engine.job.run_job`` (entry point ``engine.child``).
+
+Where each stage is captured:
+    engine/stages/dynamo.py     TorchDynamo: FX graphs, guards, graph breaks, recompiles, bytecode
+    engine/stages/aot.py        AOTAutograd: joint/forward/backward graphs, saved values, functionalization,
+                                decompositions
+    engine/stages/inductor.py   TorchInductor: post-grad graphs, IR, fusion decisions, kernels, output code
+    engine/stages/runtime.py    compile times, timeline, the backend/mode benchmark ladder, profiler, CUDA graphs
+"""
+from engine.report import SCHEMA_VERSION
+
+__all__ = ["SCHEMA_VERSION"]
