@@ -1,0 +1,91 @@
+"""``python -m engine explore FILE``: run one job and print progress stage by stage, then a summary."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from engine.job import JobRequest, run_job
+from engine.report import CONFIGS, ConfigError, write_report
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine", description="See inside torch.compile.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    explore = sub.add_parser("explore", help="compile FILE with every stage recorded; write DIR/report.json")
+    explore.add_argument("file", help="Python file defining `model` and `example_inputs`")
+    explore.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    explore.add_argument("--train", action="store_true", default=None, help="also run backward (default: the file's"
+                                                                           " `train`)")
+    explore.add_argument("--configs", default="", help=f"comma-separated subset of: {', '.join(CONFIGS)}")
+    explore.add_argument("--out", help="output folder (default: a new folder named after FILE and the time)")
+    explore.add_argument("--time-limit", type=float, default=900.0, help="seconds before the job is killed")
+    explore.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = parser.parse_args(argv)
+
+    try:
+        with open(args.file) as f:
+            code = f.read()
+    except OSError as exc:
+        print(f"error: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    request = JobRequest(code=code, filename=os.path.basename(args.file), device=args.device, train=args.train,
+                         configs=[c for c in args.configs.split(",") if c], time_limit_s=args.time_limit)
+    try:
+        request.validated()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or f"pt2scope-{os.path.splitext(request.filename)[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    os.makedirs(out, exist_ok=True)
+    report = run_job(request, job_dir=os.path.join(out, "job"), on_event=None if args.quiet else _progress)
+    path = os.path.join(out, "report.json")
+    write_report(report, path)
+    if report["status"] != "ok":
+        f = report["failure"]
+        print(f"failed ({f['kind']}, stage {f['stage']}): {f['message']}", file=sys.stderr)
+        print(f"report: {path}", file=sys.stderr)
+        return 1
+    print(summary(report))
+    print(f"report: {path}")
+    return 0
+
+
+def _progress(event: dict) -> None:
+    if event.get("event") != "stage":
+        return
+    config = f" [{event['config']}]" if event.get("config") else ""
+    if event["state"] == "started":
+        print(f"{event['elapsed_s']:7.1f}s  {event['stage']}{config} ...", file=sys.stderr, flush=True)
+    elif event["state"] == "finished":
+        extra = f"  median {event['median_ms']:.3f} ms" if event.get("median_ms") is not None else ""
+        print(f"{event['elapsed_s']:7.1f}s  {event['stage']}{config} done in {event['seconds']:.2f}s{extra}",
+              file=sys.stderr, flush=True)
+
+
+def summary(report: dict) -> str:
+    d, ind, rt = report["dynamo"], report["inductor"], report["runtime"]
+    env = report["environment"]
+    lines = [f"torch {env.get('torch_version')} on {env.get('device')} ({env.get('device_name')})",
+             f"dynamo: {len(d['graphs'])} graph(s), {d['summary'].get('graph_break_count', 0)} graph break(s), "
+             f"{len(d['recompiles'])} recompile(s)",
+             f"aot: {', '.join(sorted({g['kind'] for g in report['aot']['graphs']})) or 'not run'}",
+             f"inductor: {len(ind['kernels'])} kernel(s)" + "".join(f"\n  {k['name']} ({k['language']}): "
+                                                                   f"{', '.join(k['source_nodes'])}"
+                                                                   for k in ind["kernels"][:8])]
+    cs = rt.get("compile_seconds") or {}
+    if cs:
+        lines.append("compile: " + ", ".join(f"{k} {v:.2f}s" for k, v in cs.items()))
+    lines.append(f"{'config':<26}{'median ms':>11}{'p10-p90':>19}{'speedup':>9}{'max abs err':>13}")
+    for b in rt["benchmarks"]:
+        if b["status"] != "ok":
+            lines.append(f"{b['config']:<26}  failed: {b['error'][:80]}")
+            continue
+        lines.append(f"{b['config']:<26}{b['median_ms']:>11.4f}{b['p10_ms']:>9.4f}-{b['p90_ms']:<9.4f}"
+                     f"{b.get('speedup_vs_eager') or 0:>8.2f}x{b['max_abs_error']:>13.2e}")
+    if rt.get("cudagraphs", {}).get("reason"):
+        lines.append(f"cuda graphs: {rt['cudagraphs']['status']}: {rt['cudagraphs']['reason']}")
+    if report["unavailable"]:
+        lines.append("unavailable: " + ", ".join(u["name"] for u in report["unavailable"]))
+    return "\n".join(lines)

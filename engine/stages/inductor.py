@@ -1,0 +1,247 @@
+"""TorchInductor: post-grad graphs, IR before/after fusion, fusion decisions, generated kernels, output code.
+
+Sources: ``compile`` runs compile_fx with a recording inner compile (AOTAutograd's graphs, see aot.py); a
+post-grad custom pass records the post-grad graph as data; pre/post-fusion passes record scheduler nodes and
+fused groups; TORCH_LOGS artifacts give the IR text and fusion log; the structured trace gives the output code
+and kernel provenance (kernel -> post-grad nodes -> user lines). Graph caches are off during the recorded compile,
+so none of this is hidden by a cache hit (kernel binaries may still be reused).
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import torch
+
+from engine.fxgraph import op_histogram, serialize_graph, short_op, user_frames
+from engine.logtap import current_compile_id
+from engine.stages.base import Collector
+
+_KERNEL_DEF = re.compile(
+    r"^(?P<name>\w+) = async_compile\.(?P<kind>triton|cpp_pybinding|cpp|cuda|halide)\((?P<head>[^\n]*?)"
+    r"r?'''(?P<source>.*?)'''", re.S | re.M)
+_SOURCE_NODES = re.compile(r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\]]*)\], Original ATen: "
+                           r"\[(?P<aten>[^\]]*)\]")
+_AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
+_FUSING = re.compile(r"^fusing (?P<a>\S+) with (?P<b>\S+)$")
+_NOT_FUSING = re.compile(r"^cannot fuse (?P<a>\S+) with (?P<b>\S+): (?P<reason>.+)$")
+_NUM_GB = re.compile(r"'kernel_num_gb': (?P<gb>[0-9.e-]+)")
+_LANGUAGE = {"triton": "triton", "cpp_pybinding": "cpp", "cpp": "cpp", "cuda": "cuda", "halide": "halide"}
+
+
+class InductorCollector(Collector):
+    section = "inductor"
+
+    def __init__(self, ctx, aot):
+        super().__init__(ctx)
+        self.aot = aot
+        self.current_kind = None
+        self.post_grad: list[dict] = []
+        self.scheduler: dict[tuple, dict] = {}  # (compile_id, kind) -> {"nodes": {op: info}, "groups": [...]}
+
+    def install(self) -> None:
+        import torch._functorch.config as functorch_config
+        import torch._inductor.config as inductor_config
+        from torch._inductor import metrics
+
+        # Caches would hide IR, fusion and post-grad graphs on a hit (capture-mechanisms.md): off while recording.
+        inductor_config.fx_graph_cache = False
+        functorch_config.enable_autograd_cache = False
+        with self.ctx.guard("inductor.provenance"):
+            inductor_config.trace.provenance_tracking_level = 1
+        if self.ctx.device == "cpu":
+            with self.ctx.guard("inductor.cpp_kernel_profile"):
+                inductor_config.cpp.enable_kernel_profile = True  # cpp kernels appear by name in the profiler
+        with self.ctx.guard("inductor.post_grad_graph"):
+            inductor_config.post_grad_custom_post_pass = _hook(self.record_post_grad, "post-grad")
+        with self.ctx.guard("inductor.scheduler_nodes"):
+            inductor_config._pre_fusion_custom_pass = _hook(self._record_pre_fusion, "pre-fusion")
+            inductor_config._post_fusion_custom_pass = _hook(self._record_post_fusion, "post-fusion")
+        metrics.reset()
+
+    def compile(self, gm, example_inputs, mode: str | None, on_inductor=None):
+        """backend="inductor" with ``mode``, its inner compile and partitioner recording (see aot.py).
+        ``on_inductor()`` is called as each inner compile starts (progress)."""
+        import torch._inductor.compile_fx as compile_fx
+
+        patches = dict(torch._inductor.list_mode_options(mode)) if mode else {}
+        inner = self.aot.recording_compiler(self._tagged(compile_fx.compile_fx_inner, on_inductor))
+        with self.ctx.guard("aot.partition"):
+            original = compile_fx.min_cut_rematerialization_partition
+            if not getattr(original, "_pt2scope", False):
+                wrapped = self.aot.recording_partition(original)
+                wrapped._pt2scope = True
+                compile_fx.min_cut_rematerialization_partition = wrapped
+        return compile_fx.compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches)
+
+    def _tagged(self, inner_compile, on_inductor):
+        def wrapper(gm, example_inputs, *args, **kwargs):
+            if on_inductor:
+                on_inductor()
+            kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") \
+                else "forward"
+            previous = self.current_kind
+            self.current_kind = kind
+            self.ctx.tap.tags["graph_kind"] = kind
+            try:
+                return inner_compile(gm, example_inputs, *args, **kwargs)
+            finally:
+                self.current_kind = previous
+                self.ctx.tap.tags.pop("graph_kind", None)
+
+        return wrapper
+
+    def record_post_grad(self, graph: torch.fx.Graph) -> None:
+        if not self.ctx.recording:
+            return
+        data = serialize_graph(graph, self.ctx.user_file, compile_id=current_compile_id(),
+                               kind=self.current_kind or "inference")
+        data["ops"] = op_histogram(data["nodes"])
+        self.post_grad.append(data)
+
+    def _scheduler_entry(self):
+        key = (current_compile_id(), self.current_kind or "inference")
+        return self.scheduler.setdefault(key, {"nodes": {}, "groups": []})
+
+    def _record_pre_fusion(self, nodes):
+        if self.ctx.recording:
+            entry = self._scheduler_entry()
+            for node in nodes:
+                origins = getattr(getattr(node, "node", None), "origins", None) or []
+                entry["nodes"][node.get_name()] = {"type": type(node).__name__,
+                                                   "origins": sorted(o.name for o in origins)}
+        return nodes
+
+    def _record_post_fusion(self, nodes):
+        if self.ctx.recording:
+            entry = self._scheduler_entry()
+            entry["groups"] = [{"name": n.get_name(), "members": [m.get_name() for m in n.get_nodes()]}
+                               for n in nodes]
+        return nodes
+
+    def collect(self, report: dict) -> None:
+        from torch._inductor import metrics
+
+        tap = self.ctx.tap
+        section = report["inductor"]
+        outputs = group_output_code(tap.trace)
+        section["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]}
+                                  for o in outputs]
+        section["kernels"] = [k for o in outputs for k in parse_kernels(o, self.ctx.user_file)]
+        kernel_of = {(k["compile_id"], k["graph_kind"], n): k["name"] for k in section["kernels"]
+                     for n in k["source_nodes"]}
+        for graph in self.post_grad:
+            for node in graph["nodes"]:
+                kernel = kernel_of.get((graph["compile_id"], graph["kind"], node["name"]))
+                node["marks"] = {"kernel": kernel}
+        section["post_grad_graphs"] = self.post_grad
+        for name in ("ir_pre_fusion", "ir_post_fusion"):
+            section[name] = [{"compile_id": a["compile_id"], "kind": a.get("graph_kind"), "text": a["text"]}
+                             for a in tap.artifact_texts(name)]
+        section["fusion_decisions"] = parse_fusion_log(tap.artifact_texts("fusion"), self.scheduler)
+        section["scheduler"] = [{"compile_id": cid, "kind": kind, **entry}
+                                for (cid, kind), entry in self.scheduler.items()]
+        section["metrics"] = {"kernel_count": len(section["kernels"]),
+                              "generated_kernel_count": getattr(metrics, "generated_kernel_count", None),
+                              "num_bytes_accessed": getattr(metrics, "num_bytes_accessed", None)}
+        section["perf_hints"] = [a["text"] for a in tap.artifact_texts("perf_hints")]
+        if not outputs:
+            self.ctx.mark_unavailable("inductor.output_code", "no inductor_output_code event in the trace")
+
+
+def _hook(fn, name: str):
+    """A recording pass for an Inductor config slot. It must be a CustomGraphPass (post-grad passes take part in
+    cache keys), and Inductor deep-copies config snapshots: every copy must call the one collector."""
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class RecordingPass(CustomGraphPass):
+        def __call__(self, arg):
+            result = fn(arg)
+            return arg if result is None else result
+
+        def uuid(self):
+            return f"pt2scope-{name}"
+
+        def __deepcopy__(self, memo):
+            return self
+
+    return RecordingPass()
+
+
+def group_output_code(trace: list[dict]) -> list[dict]:
+    """Each inductor_output_code event with the provenance events that follow it (same inner compile)."""
+    outputs = []
+    for event in trace:
+        if event["event"] == "inductor_output_code" and event["payload"]:
+            kind = _AOT_ID.search(event["payload"])
+            outputs.append({"compile_id": event["compile_id"], "kind": kind["kind"] if kind else "inference",
+                            "code": event["payload"], "node_mappings": {}, "stack_traces": {}})
+        elif event["event"].startswith("artifact:inductor_provenance_tracking") and outputs and event["payload"]:
+            try:
+                data = json.loads(event["payload"])
+            except ValueError:
+                continue
+            key = "node_mappings" if event["event"].endswith("node_mappings") else "stack_traces"
+            outputs[-1][key] = data
+    return outputs
+
+
+def parse_kernels(output: dict, user_file: str) -> list[dict]:
+    code = output["code"]
+    to_post = {k.split(":")[0]: v for k, v in output["node_mappings"].get("cppCodeToPost", {}).items()}
+    traces = {k.split(":")[0]: v for k, v in output["stack_traces"].items()}
+    kernels = []
+    for match in _KERNEL_DEF.finditer(code):
+        name, source = match["name"], match["source"]
+        comment = _SOURCE_NODES.search(code, max(0, match.start() - 4000), match.start())
+        if comment:
+            source_nodes = [n.strip() for n in comment["nodes"].split(",") if n.strip()]
+            aten_ops = [a.strip() for a in comment["aten"].split(",") if a.strip()]
+        else:
+            source_nodes, aten_ops = to_post.get(name, []), []
+        lines = {}
+        for trace in traces.get(name, []):
+            for frame in user_frames(trace, user_file):
+                lines[frame["line"]] = frame
+        gb = _NUM_GB.search(source)
+        kernels.append({
+            "name": name, "language": _LANGUAGE[match["kind"]], "compile_id": output["compile_id"],
+            "graph_kind": output["kind"], "source": source.strip("\n"), "source_nodes": source_nodes,
+            "aten_ops": aten_ops, "source_lines": [lines[k] for k in sorted(lines)],
+            "bytes_accessed": int(float(gb["gb"]) * 1e9) if gb else None,
+            "provenance": "source-node comment" if comment else ("provenance tracking" if name in to_post else None),
+        })
+    return kernels
+
+
+def parse_fusion_log(records: list[dict], scheduler: dict) -> list[dict]:
+    """Fusion log lines -> [{action: fused|not_fused, first, second, reason, first_ops, second_ops, count}]."""
+    decisions: dict[tuple, dict] = {}
+    for record in records:
+        key_sched = scheduler.get((record["compile_id"], record.get("graph_kind") or "inference"), {"nodes": {}})
+        for line in record["text"].splitlines():
+            line = line.strip()
+            fused, not_fused = _FUSING.match(line), _NOT_FUSING.match(line)
+            match = fused or not_fused
+            if not match:
+                continue
+            action = "fused" if fused else "not_fused"
+            reason = None if fused else not_fused["reason"]
+            key = (record["compile_id"], record.get("graph_kind"), action, match["a"], match["b"], reason)
+            if key in decisions:
+                decisions[key]["count"] += 1
+                continue
+            decisions[key] = {"compile_id": record["compile_id"], "kind": record.get("graph_kind"), "action": action,
+                              "first": match["a"], "second": match["b"], "reason": reason, "count": 1,
+                              "first_ops": _origins(match["a"], key_sched["nodes"]),
+                              "second_ops": _origins(match["b"], key_sched["nodes"])}
+    return list(decisions.values())
+
+
+def _origins(fused_name: str, nodes: dict) -> list[str]:
+    """"op0_op1" -> the post-grad nodes behind op0 and op1."""
+    out = []
+    for part in re.findall(r"op\d+", fused_name):
+        out.extend(o for o in nodes.get(part, {}).get("origins", []) if o not in out)
+    return out
+

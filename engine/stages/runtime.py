@@ -1,0 +1,319 @@
+"""Runtime: compile time per stage, the compile timeline, the benchmark ladder, per-kernel times, CUDA graphs.
+
+Timing rules (issue 2): warm up first; time nothing but the call (grads are cleared and outputs compared outside
+the timed region); on GPU time each repetition with CUDA events and synchronize once at the end; under
+reduce-overhead call cudagraph_mark_step_begin() before each step; report median, p10-p90 and the repetitions.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+import torch.utils._pytree as pytree
+
+from engine.report import CONFIGS
+from engine.stages.base import Collector
+
+CPU_TARGET_SECONDS = 1.0  # time spent in timed repetitions per config on CPU
+GPU_TARGET_SECONDS = 0.5
+MIN_REPS, MAX_REPS = 10, 2000
+PROFILE_STEPS = 10
+_CUDAGRAPH_LOGS = ("cudagraphs", "perf_hints")  # the artifacts where Inductor says why it skipped CUDA graphs
+
+
+class RuntimeCollector(Collector):
+    section = "runtime"
+
+    def collect(self, report: dict) -> None:
+        tap = self.ctx.tap
+        section = report["runtime"]
+        forward = [e["metadata"] for e in tap.events("compilation_metrics") if e["metadata"]]
+        backward = [e["metadata"] for e in tap.events("bwd_compilation_metrics") if e["metadata"]]
+        section["compile_seconds"] = compile_seconds(forward, backward)
+        section["compile_metrics"] = [_metrics_summary(m) for m in forward]
+        section["compile_timeline"] = timeline([e for e in tap.events("chromium_event") if e["payload"]])
+        if not forward:
+            self.ctx.mark_unavailable("runtime.compilation_metrics", "no compilation_metrics event in the trace")
+
+
+def compile_seconds(forward: list[dict], backward: list[dict]) -> dict:
+    """Seconds per stage, summed over compile ids. The metrics nest: entire frame > backend > inductor > codegen."""
+    def total(entries, key):
+        return sum(float(m.get(key) or 0.0) for m in entries)
+
+    frame, backend = total(forward, "entire_frame_compile_time_s"), total(forward, "backend_compile_time_s")
+    inductor, codegen = total(forward, "inductor_compile_time_s"), total(forward, "code_gen_time_s")
+    bwd_inductor, bwd_codegen = total(backward, "inductor_compile_time_s"), total(backward, "code_gen_time_s")
+    return {
+        "dynamo": round(frame - backend, 4),
+        "aot_autograd": round(backend - inductor, 4),
+        "inductor": round(inductor - codegen + bwd_inductor - bwd_codegen, 4),
+        "codegen": round(codegen + bwd_codegen, 4),
+        "backward": round(bwd_inductor, 4),
+        "total": round(frame + bwd_inductor, 4),
+    }
+
+
+def _metrics_summary(m: dict) -> dict:
+    keep = ("compile_id", "frame_key", "co_name", "co_filename", "co_firstlineno", "cache_size", "graph_op_count",
+            "graph_node_count", "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
+            "code_gen_time_s", "fail_type", "fail_reason", "cudagraph_skip_reason", "guard_count",
+            "restart_reasons", "dynamo_time_before_restart_s", "has_guarded_code")
+    return {k: m.get(k) for k in keep if k in m}
+
+
+def timeline(events: list[dict]) -> list[dict]:
+    """Chromium B/E events -> spans [{name, compile_id, start_ms, dur_ms, depth}], start relative to the first."""
+    import json
+
+    spans, open_spans = [], {}
+    parsed = []
+    for e in events:
+        try:
+            parsed.append(json.loads(e["payload"]))
+        except (ValueError, TypeError):
+            continue
+    if not parsed:
+        return []
+    origin = min(p.get("ts", 0) for p in parsed)
+    depth: dict[int, int] = {}
+    for p in sorted(parsed, key=lambda p: p.get("ts", 0)):
+        tid = p.get("tid", 0)
+        key = (tid, p.get("name"))
+        if p.get("ph") == "B":
+            open_spans.setdefault(key, []).append((p, depth.get(tid, 0)))
+            depth[tid] = depth.get(tid, 0) + 1
+        elif p.get("ph") == "E" and open_spans.get(key):
+            begin, level = open_spans[key].pop()
+            depth[tid] = max(0, depth.get(tid, 1) - 1)
+            spans.append({"name": p["name"], "compile_id": (begin.get("args") or {}).get("compile_id"),
+                          "start_ms": round((begin["ts"] - origin) / 1000, 3),
+                          "dur_ms": round((p["ts"] - begin["ts"]) / 1000, 3), "depth": level})
+        elif p.get("ph") == "X":
+            spans.append({"name": p.get("name"), "compile_id": (p.get("args") or {}).get("compile_id"),
+                          "start_ms": round((p["ts"] - origin) / 1000, 3),
+                          "dur_ms": round(p.get("dur", 0) / 1000, 3), "depth": depth.get(tid, 0)})
+    return sorted(spans, key=lambda s: (s["start_ms"], s["depth"]))
+
+
+# --- the benchmark ladder -------------------------------------------------------------------------------------
+
+class Workload:
+    """The user's model as one step: call it on each input set in turn (and backward when training)."""
+
+    def __init__(self, model, inputs_list, train: bool, loss_fn, device: str):
+        self.model, self.inputs_list, self.train, self.loss_fn, self.device = model, inputs_list, train, loss_fn, device
+        self.params = [p for p in model.parameters() if p.requires_grad] if isinstance(model, torch.nn.Module) else []
+
+    def step(self, fn):
+        outs = []
+        for args in self.inputs_list:
+            out = fn(*args)
+            if self.train:
+                loss = self.loss_fn(out) if self.loss_fn else _default_loss(out)
+                loss.backward()
+            outs.append(out)
+        return outs
+
+    def clear_grads(self):
+        for p in self.params:
+            p.grad = None
+
+    def sync(self):
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def result(self, fn):
+        """Outputs and gradients of one step, detached copies (for comparing against eager)."""
+        self.clear_grads()
+        outs = self.step(fn)
+        self.sync()
+        leaves = [t.detach().clone() for t in pytree.tree_leaves(outs) if isinstance(t, torch.Tensor)]
+        grads = [p.grad.detach().clone() for p in self.params if p.grad is not None]
+        self.clear_grads()
+        return leaves, grads
+
+
+def _default_loss(out):
+    tensors = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    return sum(t.float().sum() for t in tensors)
+
+
+def max_errors(actual: list, expected: list) -> tuple[float | None, float | None]:
+    """Max absolute error, and relative error as max|a-e| / max|e| (norm-wise: no blow-up near zero)."""
+    if len(actual) != len(expected):
+        return None, None
+    abs_err, ref_max = 0.0, 0.0
+    for a, e in zip(actual, expected):
+        if a.shape != e.shape:
+            return None, None
+        if not (a.is_floating_point() or a.is_complex()):
+            a, e = a.double(), e.double()
+        diff = (a.double() - e.double()).abs()
+        abs_err = max(abs_err, float(diff.max()) if diff.numel() else 0.0)
+        ref_max = max(ref_max, float(e.double().abs().max()) if e.numel() else 0.0)
+    return abs_err, (abs_err / ref_max if ref_max else abs_err)
+
+
+def time_steps(workload: Workload, fn, *, cudagraph_steps: bool) -> dict:
+    """Warm up, then time repetitions of one step; returns median/p10/p90 in ms and the repetitions."""
+    mark_step = torch.compiler.cudagraph_mark_step_begin if cudagraph_steps else None
+
+    def one():
+        if mark_step:
+            mark_step()
+        workload.step(fn)
+
+    # Warm-up: at least 3 calls and 0.2 s, so lazy initialisation and autotuning stay out of the numbers.
+    start = time.perf_counter()
+    warm = 0
+    while warm < 3 or (time.perf_counter() - start < 0.2 and warm < 50):
+        workload.clear_grads()
+        one()
+        warm += 1
+    workload.sync()
+    estimate = (time.perf_counter() - start) / warm
+    target = GPU_TARGET_SECONDS if workload.device == "cuda" else CPU_TARGET_SECONDS
+    reps = int(min(MAX_REPS, max(MIN_REPS, target / max(estimate, 1e-6))))
+    times = []
+    if workload.device == "cuda":
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+        for begin, end in events:
+            workload.clear_grads()
+            if mark_step:
+                mark_step()
+            begin.record()
+            workload.step(fn)
+            end.record()
+        torch.cuda.synchronize()
+        times = [b.elapsed_time(e) for b, e in events]
+        method = "cuda_events"
+    else:
+        for _ in range(reps):
+            workload.clear_grads()
+            if mark_step:
+                mark_step()
+            t0 = time.perf_counter()
+            workload.step(fn)
+            times.append((time.perf_counter() - t0) * 1000)
+        method = "perf_counter"
+    return {"median_ms": statistics.median(times), "p10_ms": _quantile(times, 0.1),
+            "p90_ms": _quantile(times, 0.9), "min_ms": min(times), "reps": reps, "warmup_reps": warm,
+            "method": method}
+
+
+def _quantile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
+
+
+def first_call(workload: Workload, fn) -> tuple[float, list, list]:
+    """Latency of the first step (compile included) in ms, with its outputs and gradients."""
+    workload.clear_grads()
+    t0 = time.perf_counter()
+    leaves, grads = workload.result(fn)
+    return (time.perf_counter() - t0) * 1000, leaves, grads
+
+
+def gpu_busy_ms(workload: Workload, fn, cudagraph_steps: bool) -> float | None:
+    """GPU time per step (sum of device kernel time) from the profiler: compare with wall time to see host-bound."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            workload.clear_grads()
+            if cudagraph_steps:
+                torch.compiler.cudagraph_mark_step_begin()
+            workload.step(fn)
+        torch.cuda.synchronize()
+    total_us = sum(_device_self_us(e) for e in prof.key_averages())
+    return total_us / 1000 / 5
+
+
+def _device_self_us(event) -> float:
+    for attr in ("self_device_time_total", "self_cuda_time_total"):
+        value = getattr(event, attr, None)
+        if value is not None:
+            return float(value)
+    return 0.0
+
+
+def kernel_profile(workload: Workload, fn, kernel_names: set[str], device: str) -> list[dict]:
+    """Per-kernel time over PROFILE_STEPS steps: generated kernels by name, plus ATen ops Inductor called."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(PROFILE_STEPS):
+            workload.clear_grads()
+            workload.step(fn)
+        workload.sync()
+    rows = []
+    for e in prof.key_averages():
+        self_us = _device_self_us(e) if device == "cuda" else float(e.self_cpu_time_total)
+        generated = e.key in kernel_names or any(e.key.startswith(k) for k in kernel_names)
+        if self_us <= 0 or not (generated or e.key.startswith("aten::")):
+            continue
+        rows.append({"name": e.key, "generated": generated, "calls": int(e.count) // PROFILE_STEPS,
+                     "total_ms": self_us / 1000 / PROFILE_STEPS})
+    total = sum(r["total_ms"] for r in rows) or 1.0
+    for r in rows:
+        r["share"] = r["total_ms"] / total
+    return sorted(rows, key=lambda r: -r["total_ms"])[:50]
+
+
+def cudagraph_status(device: str, config_name: str, texts: list[str], skips: int) -> dict:
+    config = CONFIGS[config_name]
+    if config.mode != "reduce-overhead":
+        return {"status": "not_requested"}
+    if device != "cuda":
+        return {"status": "not_applicable",
+                "reason": "CUDA graphs exist only on CUDA devices: on the CPU mode=\"reduce-overhead\" runs the same "
+                          "code as mode=\"default\"."}
+    reasons = [t.strip() for t in texts if "skipping cudagraphs" in t.lower() or "skip" in t.lower()]
+    if reasons or skips:
+        return {"status": "skipped", "reason": "; ".join(dict.fromkeys(reasons)) or f"{skips} cudagraph skip(s)"}
+    return {"status": "used", "reason": "the compiled graphs were recorded and replayed as CUDA graphs"}
+
+
+def benchmark_config(name: str, workload: Workload, recorded: tuple, reference: tuple, ctx) -> dict:
+    """Compile (unless ``recorded`` holds the recorded compile and its first-call time) and time one config."""
+    config = CONFIGS[name]
+    entry = {"config": name, "label": config.label, "backend": config.backend, "mode": config.mode,
+             "status": "ok", "error": None}
+    ref_out, ref_grads, eager_first_ms = reference
+    skips_before = _cudagraph_skips()
+    logs_before = {name: len(ctx.tap.artifact_texts(name)) for name in _CUDAGRAPH_LOGS}
+    try:
+        fn, first_ms = recorded
+        if config.backend is None:
+            fn, first_ms, out, grads = workload.model, eager_first_ms, ref_out, ref_grads
+        elif fn is not None:  # the recorded compile: its first call was already measured
+            out, grads = workload.result(fn)
+        else:
+            torch._dynamo.reset()
+            fn = torch.compile(workload.model, backend=config.backend, mode=config.mode)
+            first_ms, out, grads = first_call(workload, fn)
+        cudagraph_steps = config.mode == "reduce-overhead" and ctx.device == "cuda"
+        entry["first_call_ms"] = round(first_ms, 3)
+        entry.update({k: round(v, 4) if isinstance(v, float) else v
+                      for k, v in time_steps(workload, fn, cudagraph_steps=cudagraph_steps).items()})
+        entry["max_abs_error"], entry["max_rel_error"] = max_errors(out, ref_out)
+        if workload.train:
+            entry["grad_max_abs_error"], entry["grad_max_rel_error"] = max_errors(grads, ref_grads)
+        if ctx.device == "cuda":
+            entry["gpu_busy_ms"] = round(gpu_busy_ms(workload, fn, cudagraph_steps), 4)
+    except Exception as exc:  # one failing config must not lose the others
+        entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        ctx.error(f"benchmark:{name}", exc)
+    new_logs = [a["text"] for log in _CUDAGRAPH_LOGS for a in ctx.tap.artifact_texts(log)[logs_before[log]:]]
+    entry["cudagraphs"] = cudagraph_status(ctx.device, name, new_logs, _cudagraph_skips() - skips_before)
+    return entry
+
+
+def _cudagraph_skips() -> int:
+    try:
+        return int(torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
+    except Exception:
+        return 0

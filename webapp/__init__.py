@@ -1,0 +1,32 @@
+"""pt2scope web app: pages and JSON API over stored runs. Never imports torch (nor engine modules that do).
+
+    webapp/config.py      Settings from the environment (shared with the workers)
+    webapp/models.py      SQLAlchemy models; webapp/migrations/ their Alembic migrations
+    webapp/runstore.py    every read and write of runs, progress, reports, heartbeats
+    webapp/submission.py  validation of a new run (form and API)
+    webapp/examples.py    the gallery, read from examples/*.py
+    webapp/render.py      report sections to HTML (Pygments listings, tables)
+    webapp/views/         blueprints: pages (new run, run/report) and api (/api/runs)
+"""
+from __future__ import annotations
+
+from flask import Flask
+
+from webapp.config import PROJECT_ROOT, Settings
+
+
+def create_app(settings: Settings | None = None) -> Flask:
+    settings = settings or Settings.from_env()
+    app = Flask(__name__, instance_path=settings.instance_path, template_folder=f"{PROJECT_ROOT}/templates",
+                static_folder=f"{PROJECT_ROOT}/static")
+    app.config["MAX_CONTENT_LENGTH"] = 4 * settings.max_code_bytes  # the code plus the form around it
+
+    from workers.celery_app import make_celery
+    from webapp import context
+    from webapp.views import api, pages
+
+    app.extensions["pt2scope"] = context.Extension(settings=settings, celery=make_celery(settings))
+    app.teardown_appcontext(context.close_session)
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(api.bp)
+    return app

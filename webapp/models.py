@@ -1,0 +1,110 @@
+"""Stored runs. Times are naive UTC (SQLite has no time zones; PostgreSQL columns match it)."""
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
+FINISHED_STATUSES = (SUCCEEDED, FAILED)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def new_slug() -> str:
+    """The run's public id and the path of its link: 128 random bits, so links cannot be guessed or enumerated."""
+    return secrets.token_urlsafe(16)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(32), unique=True, default=new_slug)
+    status: Mapped[str] = mapped_column(String(16), default=QUEUED)
+    queue: Mapped[str] = mapped_column(String(8))  # "cpu" or "gpu": the Celery queue its device needs
+
+    # The request, as validated.
+    filename: Mapped[str] = mapped_column(String(255))
+    code: Mapped[str] = mapped_column(Text)
+    device: Mapped[str] = mapped_column(String(8))
+    train: Mapped[bool | None]
+    configs: Mapped[list[str]] = mapped_column(JSON)
+
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    # Who runs it: the reaper fails the run when this worker stops beating or this process is gone.
+    worker_name: Mapped[str | None] = mapped_column(String(255))
+    worker_pid: Mapped[int | None]
+
+    error_stage: Mapped[str | None] = mapped_column(String(32))
+    error_kind: Mapped[str | None] = mapped_column(String(64))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    error_file: Mapped[str | None] = mapped_column(String(255))
+    error_line: Mapped[int | None]
+    error_traceback: Mapped[str | None] = mapped_column(Text)
+
+    environment: Mapped[dict | None] = mapped_column(JSON)  # the report's environment (small)
+    summary: Mapped[dict | None] = mapped_column(JSON)  # counts and headline numbers for the Overview
+    engine_seconds: Mapped[float | None]  # the report's runtime.job_seconds: the engine's own time
+
+    events: Mapped[list[RunEvent]] = relationship(
+        back_populates="run", order_by="RunEvent.id", cascade="all, delete-orphan", passive_deletes=True)
+
+    __table_args__ = (Index("ix_runs_status_queue", "status", "queue"),)
+
+
+class RunEvent(Base):
+    """One progress event from the engine, stored as it arrives so the run page can show it live."""
+
+    __tablename__ = "run_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))  # the engine's "event" field: "stage", "message", ...
+    stage: Mapped[str | None] = mapped_column(String(32))
+    state: Mapped[str | None] = mapped_column(String(16))
+    elapsed_s: Mapped[float | None]
+    seconds: Mapped[float | None]
+    text: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    run: Mapped[Run] = relationship(back_populates="events")
+
+
+class ReportSection(Base):
+    """One top-level key of a run's report, as JSON text.
+
+    Why not one report blob or a file: a tab needs one or two sections, and the big ones (Inductor's output code
+    and IR, Dynamo's graphs) would otherwise be read and parsed to draw any tab. Rows rather than files so the
+    report lives wherever the database lives (several web hosts behind PostgreSQL, restarts, backups), and the
+    download assembles the raw texts without parsing them.
+    """
+
+    __tablename__ = "report_sections"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)  # the key's place in the report, kept for the download
+    body: Mapped[str] = mapped_column(Text)
+
+
+class WorkerHeartbeat(Base):
+    """A live worker, refreshed every few seconds: tells the pages whether a GPU worker is online."""
+
+    __tablename__ = "worker_heartbeats"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    queues: Mapped[list[str]] = mapped_column(JSON)
+    pid: Mapped[int]
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(default=utcnow)

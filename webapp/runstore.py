@@ -1,0 +1,260 @@
+"""Reading and writing runs: the one place that knows how runs, their progress and their reports are stored.
+
+Used by the web app (create, read) and the workers (claim, progress, results, heartbeats, reaping); neither
+touches the tables directly.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from engine.report import STAGES
+from webapp.config import Settings
+from webapp.models import FAILED, QUEUED, RUNNING, SUCCEEDED, ReportSection, Run, RunEvent, WorkerHeartbeat, utcnow
+
+QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
+
+
+@dataclass
+class Submission:
+    """A validated request (see webapp.submission)."""
+
+    code: str
+    filename: str
+    device: str
+    train: bool | None
+    configs: list[str]
+
+
+def create_run(session: Session, submission: Submission) -> Run:
+    run = Run(code=submission.code, filename=submission.filename, device=submission.device,
+              train=submission.train, configs=submission.configs, queue=QUEUE_FOR_DEVICE[submission.device])
+    session.add(run)
+    session.commit()
+    return run
+
+
+def get_run(session: Session, slug: str) -> Run | None:
+    return session.scalar(select(Run).where(Run.slug == slug))
+
+
+def queue_position(session: Session, run: Run) -> int | None:
+    """1 for the next run its queue will start; None once it is no longer waiting."""
+    if run.status != QUEUED:
+        return None
+    ahead = session.scalar(select(func.count()).select_from(Run).where(
+        Run.status == QUEUED, Run.queue == run.queue, Run.id < run.id))
+    return ahead + 1
+
+
+def claim_run(session: Session, run_id: int, worker_name: str, pid: int) -> Run | None:
+    """Move a queued run to running for this worker; None if it is not queued (a redelivery, or reaped)."""
+    run = session.get(Run, run_id)
+    if run is None or run.status != QUEUED:
+        return None
+    run.status, run.started_at, run.worker_name, run.worker_pid = RUNNING, utcnow(), worker_name, pid
+    session.commit()
+    return run
+
+
+def record_event(session: Session, run_id: int, event: dict) -> None:
+    text = event.get("text")
+    if text is None and event.get("event") != "stage":  # keep unknown events readable rather than dropping them
+        text = json.dumps({k: v for k, v in event.items() if k != "event"}, default=str)
+    session.add(RunEvent(run_id=run_id, kind=str(event.get("event", "message"))[:32], stage=event.get("stage"),
+                         state=event.get("state"), elapsed_s=_number(event.get("elapsed_s")),
+                         seconds=_number(event.get("seconds")), text=text))
+    session.commit()
+
+
+def store_report(session: Session, run_id: int, report: dict) -> None:
+    """Store the engine's report section by section and finish the run as succeeded or failed."""
+    run = session.get(Run, run_id)
+    session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
+    for position, (name, value) in enumerate(report.items()):
+        session.add(ReportSection(run_id=run_id, name=name, position=position,
+                                  body=json.dumps(value, separators=(",", ":"), default=str)))
+    run.environment = report.get("environment") or {}
+    run.summary = summarize(report)
+    run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    failure = report.get("failure")
+    if report.get("status") == "ok" and not failure:
+        run.status = SUCCEEDED
+    else:
+        failure = failure or {"stage": "report", "kind": "unknown", "message": "the engine reported a failure"}
+        _set_error(run, failure)
+    run.finished_at = utcnow()
+    session.commit()
+
+
+def fail_run(session: Session, run: Run, stage: str, kind: str, message: str) -> None:
+    _set_error(run, {"stage": stage, "kind": kind, "message": message})
+    run.finished_at = utcnow()
+    session.commit()
+
+
+def _set_error(run: Run, failure: dict) -> None:
+    run.status = FAILED
+    run.error_stage = failure.get("stage")
+    run.error_kind = failure.get("kind")
+    run.error_message = failure.get("message")
+    run.error_file = failure.get("file")
+    run.error_line = failure.get("line") if isinstance(failure.get("line"), int) else None
+    run.error_traceback = failure.get("traceback") or None
+
+
+def summarize(report: dict) -> dict:
+    """Headline numbers for the Overview, computed once so that tab never loads the big sections."""
+    dynamo, aot = report.get("dynamo") or {}, report.get("aot") or {}
+    inductor, runtime = report.get("inductor") or {}, report.get("runtime") or {}
+    measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))]
+    best = max(measured, key=lambda b: b["speedup_vs_eager"], default=None)
+    return {
+        "dynamo_graphs": len(dynamo.get("graphs") or []),
+        "graph_breaks": len(dynamo.get("graph_breaks") or []),
+        "guards": len(dynamo.get("guards") or []),
+        "recompiles": len(dynamo.get("recompiles") or []),
+        "aot_graphs": len(aot.get("graphs") or []),
+        "kernels": len(inductor.get("kernels") or []),
+        "kernel_names": [k.get("name") for k in inductor.get("kernels") or []][:20],
+        "best_config": best and best.get("config"),
+        "best_speedup": best and best["speedup_vs_eager"],
+    }
+
+
+def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
+                  exclude: list[str] | None = None) -> dict:
+    """The named report sections (or all but ``exclude``), parsed, in report order."""
+    query = select(ReportSection.name, ReportSection.body).where(ReportSection.run_id == run.id)
+    if names is not None:
+        query = query.where(ReportSection.name.in_(names))
+    if exclude:
+        query = query.where(ReportSection.name.not_in(exclude))
+    return {name: json.loads(body) for name, body in session.execute(query.order_by(ReportSection.position))}
+
+
+def has_report(session: Session, run: Run) -> bool:
+    return session.scalar(select(func.count()).select_from(ReportSection).where(
+        ReportSection.run_id == run.id)) > 0
+
+
+def report_json_text(session: Session, run: Run) -> str:
+    """The whole report as stored, assembled from the raw section texts without parsing them."""
+    rows = session.execute(select(ReportSection.name, ReportSection.body)
+                           .where(ReportSection.run_id == run.id).order_by(ReportSection.position))
+    return "{" + ",".join(f"{json.dumps(name)}:{body}" for name, body in rows) + "}"
+
+
+def stage_progress(run: Run) -> list[dict]:
+    """Each engine stage with its latest state (pending, started, finished, failed) and its seconds."""
+    latest = {}
+    for event in run.events:
+        if event.kind == "stage" and event.stage in STAGES:
+            latest[event.stage] = event
+    progress = []
+    for stage in STAGES:
+        event = latest.get(stage)
+        progress.append({"stage": stage, "state": event.state if event else "pending",
+                         "seconds": event.seconds if event else None,
+                         "elapsed_s": event.elapsed_s if event else None})
+    return progress
+
+
+def messages(run: Run) -> list[dict]:
+    return [{"kind": e.kind, "text": e.text, "at": iso(e.created_at)} for e in run.events if e.kind != "stage"]
+
+
+def error_of(run: Run) -> dict | None:
+    if run.status != FAILED:
+        return None
+    return {"stage": run.error_stage, "kind": run.error_kind, "message": run.error_message,
+            "file": run.error_file, "line": run.error_line, "traceback": run.error_traceback}
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="milliseconds") + "Z" if moment else None
+
+
+# Workers: heartbeats and the reaper.
+
+def beat(session: Session, name: str, queues: list[str], pid: int) -> None:
+    heartbeat = session.get(WorkerHeartbeat, name)
+    if heartbeat is None or heartbeat.pid != pid:  # a new worker, or a restarted one reusing the name
+        session.merge(WorkerHeartbeat(name=name, queues=queues, pid=pid, started_at=utcnow(), last_seen=utcnow()))
+    else:
+        heartbeat.last_seen, heartbeat.queues = utcnow(), queues
+    session.commit()
+
+
+def forget_worker(session: Session, name: str) -> None:
+    session.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.name == name))
+    session.commit()
+
+
+def online_queues(session: Session, settings: Settings) -> set[str]:
+    """The queues some live worker consumes ("cpu", "gpu")."""
+    fresh_after = utcnow() - timedelta(seconds=settings.worker_stale_after_s)
+    queues = set()
+    for worker_queues in session.scalars(select(WorkerHeartbeat.queues).where(
+            WorkerHeartbeat.last_seen >= fresh_after)):
+        queues.update(worker_queues)
+    return queues
+
+
+def reap_stale_runs(session: Session, settings: Settings, *, run_id: int | None = None,
+                    local_worker: str | None = None) -> list[str]:
+    """Fail runs stuck in "running" because their worker died; return their slugs.
+
+    A dead worker cannot report, and the SQLite broker does not redeliver its message, so without this a run
+    stays "running" forever. A run is stuck when its worker stopped beating, restarted since it claimed the run,
+    ran past the hard time limit, or (checked only by that worker itself, ``local_worker``) the process that
+    claimed it no longer exists.
+    """
+    now = utcnow()
+    heartbeats = {h.name: h for h in session.scalars(select(WorkerHeartbeat))}
+    query = select(Run).where(Run.status == RUNNING)
+    if run_id is not None:
+        query = query.where(Run.id == run_id)
+    reaped = []
+    for run in session.scalars(query):
+        heartbeat = heartbeats.get(run.worker_name)
+        if run.started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
+            why = f"the job ran past the hard time limit of {settings.hard_time_limit_s:g} s"
+        elif heartbeat is None or heartbeat.last_seen < now - timedelta(seconds=settings.worker_stale_after_s):
+            why = f"worker {run.worker_name} stopped responding while running the job"
+        elif heartbeat.started_at > run.started_at:
+            why = f"worker {run.worker_name} restarted while running the job"
+        elif run.worker_name == local_worker and run.worker_pid and not _process_exists(run.worker_pid):
+            why = f"the worker process (pid {run.worker_pid}) running the job died"
+        else:
+            continue
+        _set_error(run, {"stage": _last_stage(run), "kind": "worker_lost", "message": why + "; submit it again."})
+        run.finished_at = now
+        reaped.append(run.slug)
+    session.commit()
+    return reaped
+
+
+def _last_stage(run: Run) -> str:
+    stages = [e.stage for e in run.events if e.kind == "stage" and e.stage]
+    return stages[-1] if stages else "load"
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+

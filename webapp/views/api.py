@@ -1,0 +1,93 @@
+"""JSON API (docs/api.md, docs/openapi.yaml). A run's public id is its unguessable slug."""
+from __future__ import annotations
+
+from flask import Blueprint, Response, abort, jsonify, request, url_for
+
+from webapp import context, runstore
+from webapp.models import FINISHED_STATUSES, RUNNING, Run
+from webapp.submission import validate
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+@bp.post("/runs")
+def create_run():
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        return jsonify(errors={"body": "Send a JSON object: {code, device, train, configs}."}), 400
+    session = context.session()
+    settings = context.settings()
+    submission, errors = validate(data, max_code_bytes=settings.max_code_bytes,
+                                  online_queues=runstore.online_queues(session, settings))
+    if errors:
+        return jsonify(errors=errors), 400
+    run = submit(submission)
+    return jsonify(id=run.slug, url=url_for("pages.report", slug=run.slug, _external=True),
+                   status_url=url_for("api.get_run", slug=run.slug, _external=True),
+                   report_url=url_for("api.get_report", slug=run.slug, _external=True)), 202
+
+
+def submit(submission: runstore.Submission) -> Run:
+    """Store and enqueue a validated run (the form posts here too)."""
+    session = context.session()
+    run = runstore.create_run(session, submission)
+    try:
+        context.enqueue(run)
+    except Exception as exc:  # broker down: say so on the run rather than leave it queued forever
+        runstore.fail_run(session, run, "load", "queue_unavailable", f"the job queue is unavailable: {exc}")
+    return run
+
+
+@bp.get("/runs/<slug>")
+def get_run(slug: str):
+    session = context.session()
+    run = _run_or_404(slug)
+    if run.status == RUNNING:  # a dead worker cannot say so: check here too, not only in other workers
+        runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
+    return jsonify(status_of(run))
+
+
+def status_of(run: Run) -> dict:
+    session = context.session()
+    return {
+        "id": run.slug,
+        "url": url_for("pages.report", slug=run.slug, _external=True),
+        "status": run.status,
+        "queue_position": runstore.queue_position(session, run),
+        "device": run.device,
+        "train": run.train,
+        "configs": run.configs,
+        "filename": run.filename,
+        "created_at": runstore.iso(run.created_at),
+        "started_at": runstore.iso(run.started_at),
+        "finished_at": runstore.iso(run.finished_at),
+        "stages": runstore.stage_progress(run),
+        "messages": runstore.messages(run),
+        "error": runstore.error_of(run),
+        "engine_seconds": run.engine_seconds,
+        "summary": run.summary,
+        "report_url": url_for("api.get_report", slug=run.slug, _external=True)
+        if run.status in FINISHED_STATUSES else None,
+    }
+
+
+@bp.get("/runs/<slug>/report")
+def get_report(slug: str):
+    session = context.session()
+    run = _run_or_404(slug)
+    if not runstore.has_report(session, run):
+        return jsonify(status=run.status, error="This run has no report yet." if run.status not in
+                       FINISHED_STATUSES else "This run ended without a report (see its error)."), 409
+    return Response(runstore.report_json_text(session, run), mimetype="application/json")
+
+
+def _run_or_404(slug: str) -> Run:
+    run = runstore.get_run(context.session(), slug)
+    if run is None:
+        abort(404)
+    return run
+
+
+@bp.errorhandler(404)
+def not_found(_error):
+    return jsonify(error="No run with this id."), 404

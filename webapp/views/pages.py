@@ -1,0 +1,125 @@
+"""HTML pages: the new-run form (with the gallery) and /r/<slug>, which shows progress until the report exists."""
+from __future__ import annotations
+
+from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
+
+from engine.report import DEFAULT_CONFIGS, STAGES
+from webapp import context, runstore
+from webapp.examples import list_examples, read_example
+from webapp.models import FINISHED_STATUSES, RUNNING, Run
+from webapp.render import Renderer, listing, stylesheet, title_of
+from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
+from webapp.views.api import submit
+
+bp = Blueprint("pages", __name__)
+
+# Report tabs and the sections each reads; Overview reads every section no stage tab claims (and not the code,
+# which the run row already holds), so a tab never loads another tab's artifacts.
+STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
+TABS = {"overview": "Overview", **STAGE_TABS}
+NOT_IN_OVERVIEW = [*STAGE_TABS, "source"]
+
+
+@bp.get("/")
+def new_run():
+    settings = context.settings()
+    form = {"code": "", "filename": "model.py", "device": "cpu", "train": "auto",
+            "configs": DEFAULT_CONFIGS["cpu"]}
+    example = request.args.get("example")
+    if example:
+        code = read_example(settings.examples_dir, example)
+        if code is None:
+            abort(404)
+        form.update(code=code, filename=f"{example}.py")
+    return _form_page(form, {})
+
+
+@bp.post("/")
+def create_run():
+    settings = context.settings()
+    form = {"code": request.form.get("code", ""), "filename": request.form.get("filename") or "model.py",
+            "device": request.form.get("device", "cpu"), "train": request.form.get("train", "auto"),
+            "configs": request.form.getlist("configs")}
+    errors = {}
+    upload = request.files.get("upload")
+    if upload and upload.filename:
+        if not upload.filename.endswith(".py"):
+            errors["upload"] = "Upload a Python file (.py)."
+        else:
+            try:
+                form.update(code=upload.read().decode("utf-8"), filename=upload.filename)
+            except UnicodeDecodeError:
+                errors["upload"] = "The file is not UTF-8 text."
+    session = context.session()
+    if not errors:
+        submission, errors = validate(form, max_code_bytes=settings.max_code_bytes,
+                                      online_queues=runstore.online_queues(session, settings))
+    if errors:
+        return _form_page(form, errors), 422
+    run = submit(submission)
+    return redirect(url_for("pages.report", slug=run.slug), code=303)
+
+
+def _form_page(form: dict, errors: dict):
+    settings = context.settings()
+    online = runstore.online_queues(context.session(), settings)
+    return render_template(
+        "new_run.html", form=form, errors=errors, examples=list_examples(settings.examples_dir),
+        configs=config_choices(), default_configs=DEFAULT_CONFIGS, devices=DEVICE_LABELS,
+        gpu_online="gpu" in online, worker_online=bool(online), train_choices=list(TRAIN_CHOICES))
+
+
+@bp.get("/examples/<name>.py")
+def example_source(name: str):
+    code = read_example(context.settings().examples_dir, name)
+    if code is None:
+        abort(404)
+    return Response(code, mimetype="text/x-python")
+
+
+@bp.get("/r/<slug>", defaults={"tab": "overview"})
+@bp.get("/r/<slug>/<tab>")
+def report(slug: str, tab: str):
+    session = context.session()
+    run = _run_or_404(slug)
+    if tab not in TABS:
+        abort(404)
+    if run.status == RUNNING:
+        runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
+    finished = run.status in FINISHED_STATUSES
+    if finished and tab == "overview":
+        sections = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
+    elif finished:
+        sections = runstore.load_sections(session, run, [tab])
+    else:
+        sections = {}
+    stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
+    return render_template(
+        "run.html", run=run, tab=tab, tabs=TABS, finished=finished, stages=runstore.stage_progress(run),
+        stage_names=STAGES, queue_position=runstore.queue_position(session, run), error=runstore.error_of(run),
+        messages=runstore.messages(run), sections=sections, stage_sections=stage_sections,
+        has_report=finished and runstore.has_report(session, run), renderer=Renderer(run.filename),
+        source_listing=listing(run.code, "L"), title_of=title_of,
+        worker_online=bool(runstore.online_queues(session, context.settings())))
+
+
+@bp.get("/r/<slug>/report.json")
+def download(slug: str):
+    session = context.session()
+    run = _run_or_404(slug)
+    if not runstore.has_report(session, run):
+        abort(404)
+    return Response(runstore.report_json_text(session, run), mimetype="application/json", headers={
+        "Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'})
+
+
+@bp.get("/highlight.css")
+def highlight_css():
+    return Response(stylesheet(), mimetype="text/css", headers={"Cache-Control": "public, max-age=86400"})
+
+
+def _run_or_404(slug: str) -> Run:
+    run = runstore.get_run(context.session(), slug)
+    if run is None:
+        abort(404)
+    return run

@@ -1,0 +1,69 @@
+"""A thread in each worker's main process: heartbeat, reaper and broker purge.
+
+It runs in the main process, not the pool child that runs jobs, so it beats while a job runs and stops beating
+when the worker dies: that silence is what the reaper in every other worker (and the API) acts on.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+from sqlalchemy import text
+
+from webapp import runstore
+from webapp.config import Settings
+from webapp.db import make_engine, session_factory
+
+log = logging.getLogger(__name__)
+
+PURGE_EVERY_S = 60.0
+
+
+class Maintenance(threading.Thread):
+    def __init__(self, settings: Settings, worker_name: str, queues: list[str]):
+        super().__init__(name="pt2scope-maintenance", daemon=True)
+        self.settings, self.worker_name, self.queues = settings, worker_name, queues
+        self._stopped = threading.Event()
+        self._sessions = session_factory(settings.database_url)
+        self._purged_at = 0.0
+        self.tick()  # beat before the first job can be claimed: the reaper must know this worker at once
+
+    def run(self) -> None:
+        while not self._stopped.wait(self.settings.heartbeat_interval_s):
+            try:
+                self.tick()
+            except Exception:  # a database hiccup must not end the heartbeat for good
+                log.exception("maintenance tick failed")
+
+    def tick(self) -> None:
+        with self._sessions() as session:
+            runstore.beat(session, self.worker_name, self.queues, os.getpid())
+            for slug in runstore.reap_stale_runs(session, self.settings, local_worker=self.worker_name):
+                log.warning("run %s reaped: its worker died", slug)
+        if time.monotonic() - self._purged_at > PURGE_EVERY_S:
+            purge_consumed_messages(self.settings.broker_url)
+            self._purged_at = time.monotonic()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        with self._sessions() as session:
+            runstore.forget_worker(session, self.worker_name)
+
+
+def purge_consumed_messages(broker_url: str) -> int:
+    """Delete messages the SQL broker has delivered: kombu marks them invisible and keeps them forever.
+
+    (Connecting through make_engine also switches an SQLite broker file to WAL, which it then keeps.)
+    """
+    if not broker_url.startswith("sqla+"):
+        return 0
+    engine = make_engine(broker_url[len("sqla+"):])
+    try:
+        with engine.begin() as connection:
+            if not engine.dialect.has_table(connection, "kombu_message"):
+                return 0
+            return connection.execute(text("DELETE FROM kombu_message WHERE visible = :no"), {"no": False}).rowcount
+    finally:
+        engine.dispose()
