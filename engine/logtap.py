@@ -9,7 +9,9 @@ torch.compile reports most of what it does through two channels (see ../shared/n
 """
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections import defaultdict
 
 import torch
@@ -79,6 +81,10 @@ class LogTap:
             logger.addHandler(self._handler_artifact)
             logger.propagate = False
 
+    def uninstall_trace(self) -> None:
+        """Detach from the structured trace; the TORCH_LOGS artifacts (CUDA-graph reasons) stay tapped."""
+        logging.getLogger("torch.__trace").removeHandler(self._handler_trace)
+
     def _on_trace(self, record) -> None:
         meta = getattr(record, "metadata", {}) or {}
         keys = [k for k in meta if k not in ("frame_id", "frame_compile_id", "attempt", "has_payload")]
@@ -105,3 +111,56 @@ class LogTap:
     def clear(self) -> None:
         self.trace.clear()
         self.artifacts.clear()
+
+
+# --- the same data read back from files a run with TORCH_TRACE / TORCH_LOGS_OUT wrote (the format tlparse reads) ---
+
+_GLOG = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]+\] ")
+_LOG_TAGS = re.compile(r"^(?:\[(?P<cid>[^\]]+)\] )?\[__(?P<name>\w+)\] ?(?P<text>.*)$")
+
+
+def load_trace_log(path: str) -> list[dict]:
+    """A structured-trace file -> events shaped like LogTap.trace (JSON header line, tab-indented payload)."""
+    events, payload = [], None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("\t"):
+                if payload is not None:
+                    payload.append(line[1:])
+                continue
+            header = _GLOG.sub("", line, count=1)
+            try:
+                meta = json.loads(header)
+            except ValueError:
+                continue
+            keys = [k for k in meta if k not in ("frame_id", "frame_compile_id", "attempt", "has_payload")]
+            event = keys[0] if keys else "unknown"
+            if event == "artifact":
+                event = "artifact:" + meta["artifact"].get("name", "")
+            payload = []
+            events.append({"event": event, "compile_id": _trace_compile_id(meta),
+                           "metadata": meta.get(keys[0]) if keys else None, "payload": payload})
+    for e in events:
+        e["payload"] = "".join(e["payload"]) or None
+    return events
+
+
+def load_torch_logs(path: str) -> dict[str, list[dict]]:
+    """TORCH_LOGS text -> {artifact: [{"compile_id", "text"}]}; consecutive lines of one record are joined."""
+    artifacts: dict[str, list[dict]] = defaultdict(list)
+    last_key = None
+    with open(path) as f:
+        for line in f:
+            prefix = _GLOG.match(line)
+            if not prefix:
+                continue
+            tags = _LOG_TAGS.match(line[prefix.end():].rstrip("\n"))
+            if not tags:
+                continue
+            key = (prefix.group(0), tags["name"], tags["cid"])
+            if key == last_key:
+                artifacts[tags["name"]][-1]["text"] += "\n" + tags["text"]
+            else:
+                artifacts[tags["name"]].append({"compile_id": tags["cid"], "text": tags["text"]})
+            last_key = key
+    return artifacts

@@ -123,7 +123,7 @@ class AotCollector(Collector):
                 hist[op] = hist.get(op, 0) + count
             for node in graph["nodes"]:
                 original = node.get("original_aten")
-                if node["op"] != "call_function" or not original:
+                if node["op"] != "call_function" or not original or node["target"] == "_operator.getitem":
                     continue
                 if short_op(original) != short_op(node["target"]):
                     became = entry["map"].setdefault(short_op(original), {})

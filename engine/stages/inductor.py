@@ -26,6 +26,9 @@ _AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
 _FUSING = re.compile(r"^fusing (?P<a>\S+) with (?P<b>\S+)$")
 _NOT_FUSING = re.compile(r"^cannot fuse (?P<a>\S+) with (?P<b>\S+): (?P<reason>.+)$")
 _NUM_GB = re.compile(r"'kernel_num_gb': (?P<gb>[0-9.e-]+)")
+# A kernel's parameters (Triton "def k(in_ptr0, out_ptr0, ...)", C++ "kernel(const float* in_ptr0, ...)"):
+# Inductor names the buffers a kernel writes out_ptrN / in_out_ptrN.
+_PARAMS = re.compile(r"(?:def \w+|void\s+kernel)\((?P<params>[^)]*)\)")
 _LANGUAGE = {"triton": "triton", "cpp_pybinding": "cpp", "cpp": "cpp", "cuda": "cuda", "halide": "halide"}
 
 
@@ -108,7 +111,8 @@ class InductorCollector(Collector):
             entry = self._scheduler_entry()
             for node in nodes:
                 origins = getattr(getattr(node, "node", None), "origins", None) or []
-                entry["nodes"][node.get_name()] = {"type": type(node).__name__,
+                writes = [o.get_name() for o in node.get_outputs()] if hasattr(node, "get_outputs") else []
+                entry["nodes"][node.get_name()] = {"type": type(node).__name__, "writes": writes,
                                                    "origins": sorted(o.name for o in origins)}
         return nodes
 
@@ -128,6 +132,16 @@ class InductorCollector(Collector):
         section["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]}
                                   for o in outputs]
         section["kernels"] = [k for o in outputs for k in parse_kernels(o, self.ctx.user_file)]
+        for kernel in section["kernels"]:
+            if not kernel["source_nodes"]:  # no provenance (e.g. CPU backward graphs on torch 2.13)
+                sched = self.scheduler.get((kernel["compile_id"], kernel["graph_kind"]), {"nodes": {}})
+                kernel["source_nodes"] = nodes_from_buffer_writes(kernel, sched["nodes"])
+                kernel["provenance"] = "buffer writes" if kernel["source_nodes"] else None
+        targets = {(g["compile_id"], g["kind"], n["name"]): n["target"] for g in self.post_grad for n in g["nodes"]}
+        for kernel in section["kernels"]:
+            if not kernel["aten_ops"]:
+                ops = (targets.get((kernel["compile_id"], kernel["graph_kind"], n)) for n in kernel["source_nodes"])
+                kernel["aten_ops"] = list(dict.fromkeys(short_op(t) for t in ops if t))
         kernel_of = {(k["compile_id"], k["graph_kind"], n): k["name"] for k in section["kernels"]
                      for n in k["source_nodes"]}
         for graph in self.post_grad:
@@ -204,12 +218,18 @@ def parse_kernels(output: dict, user_file: str) -> list[dict]:
             for frame in user_frames(trace, user_file):
                 lines[frame["line"]] = frame
         gb = _NUM_GB.search(source)
+        calls = re.search(rf"^\s*{name}(?:\.run)?\((?P<args>[^)]*)\)", code, re.M)
+        call_args = [a.strip() for a in calls["args"].split(",")] if calls else []
+        params = _PARAMS.search(source)
+        param_names = [p.split()[-1].strip("*&") for p in params["params"].split(",") if p.strip()] if params else []
         kernels.append({
             "name": name, "language": _LANGUAGE[match["kind"]], "compile_id": output["compile_id"],
             "graph_kind": output["kind"], "source": source.strip("\n"), "source_nodes": source_nodes,
             "aten_ops": aten_ops, "source_lines": [lines[k] for k in sorted(lines)],
             "bytes_accessed": int(float(gb["gb"]) * 1e9) if gb else None,
             "provenance": "source-node comment" if comment else ("provenance tracking" if name in to_post else None),
+            # Buffers the kernel writes (non-const pointer arguments at its call site), for the fallback below.
+            "writes": [a for a, p in zip(call_args, param_names) if p.startswith(("out_ptr", "in_out_ptr"))],
         })
     return kernels
 
@@ -245,3 +265,12 @@ def _origins(fused_name: str, nodes: dict) -> list[str]:
         out.extend(o for o in nodes.get(part, {}).get("origins", []) if o not in out)
     return out
 
+
+
+def nodes_from_buffer_writes(kernel: dict, scheduler_nodes: dict) -> list[str]:
+    """Post-grad nodes behind a kernel, from the buffers it writes and the scheduler nodes that write them."""
+    out = []
+    for info in scheduler_nodes.values():
+        if set(info.get("writes", [])) & set(kernel.get("writes", [])):
+            out.extend(o for o in info["origins"] if o not in out)
+    return out

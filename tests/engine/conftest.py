@@ -1,0 +1,40 @@
+"""Engine tests run real jobs (a child process, real torch). Jobs are expensive (an Inductor compile costs 10-20 s
+on a 2-core CPU), so each distinct (example, configs) job runs once per session and is shared."""
+import os
+
+import pytest
+
+from engine.job import JobRequest, run_job
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+# Cheap configs: Dynamo and AOTAutograd only, no C++ compile.
+NO_INDUCTOR = ["eager", "backend_eager", "aot_eager"]
+
+
+@pytest.fixture(scope="session")
+def explore(tmp_path_factory):
+    """explore(example_name, configs, **request) -> report; example names are files under examples/."""
+    cache = {}
+
+    def run(example, configs, **request):
+        key = (example, tuple(configs), tuple(sorted(request.items())))
+        if key not in cache:
+            with open(os.path.join(EXAMPLES, example + ".py")) as f:
+                code = f.read()
+            events = []
+            job_dir = tmp_path_factory.mktemp(example)
+            report = run_job(JobRequest(code=code, filename=example + ".py", configs=list(configs), **request),
+                             job_dir=str(job_dir), on_event=events.append)
+            report["_events"] = events
+            cache[key] = report
+        return cache[key]
+
+    return run
+
+
+def run_code(tmp_path, code, **request):
+    """One job on inline code (failure cases); returns (report, events)."""
+    events = []
+    report = run_job(JobRequest(code=code, filename="model.py", **request), job_dir=str(tmp_path),
+                     on_event=events.append)
+    return report, events
