@@ -51,10 +51,13 @@ class DynamoCollector(Collector):
                  "decompiled": None}
         try:
             import depyf
-
-            entry["decompiled"] = depyf.decompile(new_code)
-        except Exception as exc:  # depyf does not know every bytecode of every Python version
-            entry["decompile_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        except ImportError:
+            self.ctx.mark_unavailable("dynamo.decompiled_bytecode", "depyf is not installed")
+        else:
+            try:
+                entry["decompiled"] = depyf.decompile(new_code)
+            except Exception as exc:  # depyf does not know every bytecode of every Python version
+                entry["decompile_error"] = f"{type(exc).__name__}: {exc}"[:300]
         self.bytecode.append(entry)
 
     def collect(self, report: dict) -> None:

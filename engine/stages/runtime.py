@@ -227,8 +227,13 @@ def gpu_busy_ms(workload: Workload, fn, cudagraph_steps: bool) -> float | None:
                 torch.compiler.cudagraph_mark_step_begin()
             workload.step(fn)
         torch.cuda.synchronize()
-    total_us = sum(_device_self_us(e) for e in prof.key_averages())
+    # Only device-side events (the kernels themselves): CPU ops also carry the device time of what they launched.
+    total_us = sum(_device_self_us(e) for e in prof.key_averages() if _on_device(e))
     return total_us / 1000 / 5
+
+
+def _on_device(event) -> bool:
+    return str(getattr(event, "device_type", "")).endswith(("CUDA", "PrivateUse1"))
 
 
 def _device_self_us(event) -> float:
@@ -251,10 +256,12 @@ def kernel_profile(workload: Workload, fn, kernel_names: set[str], device: str) 
         workload.sync()
     rows = []
     for e in prof.key_averages():
+        if device == "cuda" and not _on_device(e):
+            continue  # on GPU the rows are the kernels themselves, timed on the device
         self_us = _device_self_us(e) if device == "cuda" else float(e.self_cpu_time_total)
         # CPU kernels are recorded as "graph_<n>_<kernel name>" (cpp.enable_kernel_profile).
         kernel = next((k for k in kernel_names if e.key == k or e.key.endswith("_" + k)), None)
-        if self_us <= 0 or not (kernel or e.key.startswith("aten::")):
+        if self_us <= 0 or not (kernel or e.key.startswith("aten::") or device == "cuda"):
             continue
         rows.append({"name": e.key, "kernel": kernel, "generated": kernel is not None,
                      "calls": int(e.count) // PROFILE_STEPS, "total_ms": self_us / 1000 / PROFILE_STEPS})
