@@ -45,6 +45,8 @@ class Settings:
             broker_url=env.get("CELERY_BROKER_URL") or f"sqla+sqlite:///{os.path.join(instance, 'broker.sqlite')}",
             examples_dir=env.get("PT2SCOPE_EXAMPLES", os.path.join(PROJECT_ROOT, "examples")),
             job_time_limit_s=float(env.get("PT2SCOPE_JOB_TIME_LIMIT", 900)),
+            heartbeat_interval_s=float(env.get("PT2SCOPE_HEARTBEAT_INTERVAL", 5)),
+            worker_stale_after_s=float(env.get("PT2SCOPE_WORKER_STALE_AFTER", 30)),
         )
         return replace(settings, **overrides)
 
@@ -56,4 +58,6 @@ class Settings:
             "CELERY_BROKER_URL": self.broker_url,
             "PT2SCOPE_EXAMPLES": self.examples_dir,
             "PT2SCOPE_JOB_TIME_LIMIT": str(self.job_time_limit_s),
+            "PT2SCOPE_HEARTBEAT_INTERVAL": str(self.heartbeat_interval_s),
+            "PT2SCOPE_WORKER_STALE_AFTER": str(self.worker_stale_after_s),
         }

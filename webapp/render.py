@@ -33,8 +33,12 @@ def stylesheet() -> str:
     return HtmlFormatter().get_style_defs(".highlight")
 
 
+ACRONYMS = {"ir": "IR", "aot": "AOT", "fx": "FX", "id": "id", "cuda": "CUDA", "cpu": "CPU", "ms": "ms"}
+
+
 def title_of(key: str) -> str:
-    return key.replace("_", " ").capitalize()
+    words = [ACRONYMS.get(word.lower(), word) for word in key.split("_")]
+    return " ".join([words[0][:1].upper() + words[0][1:], *words[1:]]) if words else key
 
 
 class Renderer:
@@ -57,11 +61,13 @@ class Renderer:
         return escape(str(value))
 
     def _string(self, text: str, path: tuple, key: str | None, language: str | None = None) -> Markup:
-        if key in CODE_KEYS and text.strip():
+        if key in CODE_KEYS and "\n" in text.strip():
             return listing(text, _anchor(path), language or "python")
-        if key in TEXT_KEYS and "\n" in text or text.count("\n") >= SMALL_TEXT_LINES:
+        if key in CODE_KEYS:  # one line of code (a graph break's source line): no listing around it
+            return Markup(f"<code>{escape(text)}</code>")
+        if key in TEXT_KEYS and "\n" in text:  # IR and the like: numbered lines help discussing them
             return listing(text, _anchor(path), language or "text")
-        if "\n" in text:
+        if "\n" in text:  # anything else (the user's output, messages): plain, scrolling when long
             return Markup(f'<pre class="text">{escape(text)}</pre>')
         return escape(text)
 

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 
 from engine.report import STAGES
 from webapp.config import Settings
-from webapp.models import FAILED, QUEUED, RUNNING, SUCCEEDED, ReportSection, Run, RunEvent, WorkerHeartbeat, utcnow
+from webapp.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportSection, Run, RunEvent,
+                           WorkerHeartbeat, utcnow)
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
 
@@ -151,15 +152,17 @@ def report_json_text(session: Session, run: Run) -> str:
 
 
 def stage_progress(run: Run) -> list[dict]:
-    """Each engine stage with its latest state (pending, started, finished, failed) and its seconds."""
+    """Each engine stage with its latest state (pending, started, finished, failed; skipped when the run ended
+    without starting it) and its seconds."""
     latest = {}
     for event in run.events:
         if event.kind == "stage" and event.stage in STAGES:
             latest[event.stage] = event
+    never_started = "skipped" if run.status in FINISHED_STATUSES else "pending"
     progress = []
     for stage in STAGES:
         event = latest.get(stage)
-        progress.append({"stage": stage, "state": event.state if event else "pending",
+        progress.append({"stage": stage, "state": event.state if event else never_started,
                          "seconds": event.seconds if event else None,
                          "elapsed_s": event.elapsed_s if event else None})
     return progress

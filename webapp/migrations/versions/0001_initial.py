@@ -1,7 +1,7 @@
 """runs, progress events, report sections, worker heartbeats
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-29 14:53:57.160207
 """
 from alembic import op
