@@ -1,0 +1,47 @@
+"""A live pt2scope (werkzeug server thread + a real worker on the SQLite broker) for Playwright in Debian's
+Chromium. One site per session: both browser tests share its worker."""
+import os
+import threading
+from dataclasses import dataclass
+
+import pytest
+from werkzeug.serving import make_server
+
+from tests.support import Worker, make_settings
+from webapp import create_app
+from webapp.config import Settings
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    assert os.path.exists(CHROMIUM), "browser tests need Debian's chromium: apt-get install -y chromium (.ci/run does)"
+    return {**browser_type_launch_args, "executable_path": CHROMIUM,
+            # Without these Chromium keeps calling Google's hosts, which this machine's closed network refuses.
+            "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "permissions": ["clipboard-read", "clipboard-write"]}
+
+
+@dataclass
+class Site:
+    url: str
+    settings: Settings
+    worker: Worker
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    settings = make_settings(tmp_path_factory.mktemp("site"))
+    server = make_server("127.0.0.1", 0, create_app(settings), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with Worker(settings) as worker:
+            yield Site(f"http://127.0.0.1:{server.server_port}", settings, worker)
+    finally:
+        server.shutdown()

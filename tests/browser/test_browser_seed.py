@@ -1,0 +1,54 @@
+"""As a new user: load the seed example, submit, watch the stages complete, read the fused kernel, share the link."""
+import re
+
+from playwright.sync_api import expect
+
+# One Inductor compile (~20 s cold on this machine's g++) plus the engine's start; generous for a loaded CI box.
+REPORT_TIMEOUT_MS = 240_000
+
+
+def test_new_user_compiles_the_seed_and_shares_the_report(site, page, browser):
+    page.goto(site.url + "/")
+    expect(page.get_by_role("heading", name="New run")).to_be_visible()
+    page.get_by_role("link", name="seed", exact=True).click()
+    expect(page.locator("#editor")).to_contain_text("torch.sin(x) * torch.cos(x) + torch.tanh(x)")
+    expect(page.locator("#filename-label")).to_have_text("seed.py")
+    # Keep the default ladder but one Inductor mode: the fused kernel comes from inductor_default.
+    page.get_by_label(re.compile("inductor_reduce_overhead")).uncheck()
+    expect(page.get_by_label(re.compile("inductor_default"))).to_be_checked()
+    page.get_by_role("button", name="Compile").click()
+
+    expect(page).to_have_url(re.compile(r"/r/[A-Za-z0-9_-]{20,}$"))
+    report_url = page.url
+    # Live progress: a stage finishes while the job is still running (the page polls the API).
+    page.wait_for_function(
+        "document.getElementById('status').textContent === 'running'"
+        " && document.getElementById('stage-load').dataset.state === 'finished'", timeout=60_000)
+    expect(page.locator("#tab-inductor")).to_be_visible(timeout=REPORT_TIMEOUT_MS)
+    expect(page.locator("#status")).to_have_text("succeeded")
+    for stage in ("load", "eager", "dynamo", "aot", "inductor", "benchmark"):
+        expect(page.locator(f"#stage-{stage}")).to_have_attribute("data-state", "finished")
+
+    kernels = page.locator("#summary-kernels code.kernel-name")
+    expect(kernels.first).to_contain_text("fused")
+    kernel_name = kernels.first.inner_text()
+    page.locator("#tab-inductor").click()
+    expect(page.locator("#inductor-kernels table.records").first).to_contain_text(kernel_name)
+    expect(page.locator("#inductor-kernels .listing").first).to_be_visible()  # the kernel's source
+    inductor_html = page.locator("#inductor-kernels").inner_html()
+
+    page.locator("#copy-link").click()
+    expect(page.locator("#copy-link")).to_have_text("Copied")
+    link = page.evaluate("navigator.clipboard.readText()")
+    assert link == report_url
+
+    fresh = browser.new_context()  # no cookies, no history: someone the link was sent to
+    try:
+        other = fresh.new_page()
+        other.goto(link)
+        expect(other.locator("#status")).to_have_text("succeeded")
+        expect(other.locator("#summary-kernels code.kernel-name").first).to_have_text(kernel_name)
+        other.locator("#tab-inductor").click()
+        assert other.locator("#inductor-kernels").inner_html() == inductor_html
+    finally:
+        fresh.close()

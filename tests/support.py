@@ -1,0 +1,92 @@
+"""Helpers for the web, worker and browser tests: isolated settings, a real worker process, waiting on runs."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+from webapp import runstore
+from webapp.config import PROJECT_ROOT, Settings
+from webapp.db import migrate, session_factory
+from workers.launch import worker_command
+
+# Configs that stop before Inductor: the engine records Dynamo and AOTAutograd in a few seconds, no C++ build.
+FAST_CONFIGS = ["eager", "backend_eager", "aot_eager"]
+SEED = open(os.path.join(PROJECT_ROOT, "examples", "seed.py")).read()
+
+
+def make_settings(instance_path, **overrides) -> Settings:
+    """Settings for one test instance: SQLite data and broker inside it unless overridden; fast heartbeats."""
+    instance_path = str(instance_path)
+    defaults = dict(
+        instance_path=instance_path,
+        database_url=f"sqlite:///{instance_path}/pt2scope.sqlite",
+        broker_url=f"sqla+sqlite:///{instance_path}/broker.sqlite",
+        examples_dir=os.path.join(PROJECT_ROOT, "examples"),
+        job_time_limit_s=300.0,
+        heartbeat_interval_s=1.0,
+        worker_stale_after_s=5.0,
+    )
+    settings = Settings.from_env(**{**defaults, **overrides})
+    migrate(settings.database_url)
+    return settings
+
+
+class Worker:
+    """A real Celery worker process (the same command line `make run` uses), stopped on exit."""
+
+    def __init__(self, settings: Settings, queues=("cpu",)):
+        self.settings, self.queues = settings, list(queues)
+        self.name = f"test-{uuid.uuid4().hex[:8]}@localhost"
+        self.log_path = os.path.join(settings.instance_path, f"{self.name}.log")
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Worker":
+        os.makedirs(self.settings.instance_path, exist_ok=True)
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            worker_command(self.name, self.queues), cwd=PROJECT_ROOT, env={**os.environ, **self.settings.to_env()},
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: self.online(), timeout=90, what=f"worker {self.name} to beat", worker=self)
+        return self
+
+    def online(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"worker exited with {self.process.returncode}:\n{self.output()}")
+        with session_factory(self.settings.database_url)() as session:
+            return set(self.queues) <= runstore.online_queues(session, self.settings)
+
+    def output(self) -> str:
+        with open(self.log_path) as f:
+            return f.read()[-5000:]
+
+    def __exit__(self, *exc) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)  # the group this test started, nothing else
+                self.process.wait()
+        self.log.close()
+
+
+def wait_until(predicate, *, timeout: float, what: str, interval: float = 0.1, worker: Worker | None = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    detail = f"\nworker log:\n{worker.output()}" if worker else ""
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}{detail}")
+
+
+def wait_for_run(client, run_id: str, *, timeout: float = 240, worker: Worker | None = None) -> dict:
+    """Poll the API as a client would until the run has finished; return its last status."""
+    def finished():
+        data = client.get(f"/api/runs/{run_id}").get_json()
+        return data if data["status"] in ("succeeded", "failed") else None
+    return wait_until(finished, timeout=timeout, what=f"run {run_id} to finish", interval=0.2, worker=worker)

@@ -1,0 +1,151 @@
+"""Pages without a worker: the form (gallery, upload, validation next to the fields), the run page while queued,
+and report tabs drawn from stored sample reports."""
+import glob
+import io
+import json
+import os
+import re
+
+import pytest
+from sqlalchemy import event
+
+from tests.support import SEED
+from webapp import runstore
+from webapp.config import PROJECT_ROOT
+from webapp.db import session_factory
+from webapp.models import Run
+
+SAMPLE_REPORTS = sorted(glob.glob(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "*.json")))
+
+
+def test_home_offers_the_gallery_in_order(client):
+    html = client.get("/").get_data(as_text=True)
+    names = re.findall(r'data-example="([a-z_]+)"', html)
+    assert names == ["seed", "graph_break", "inplace_views", "mlp_train", "attention", "conv_bn", "recompile"]
+    assert "Inductor fuses into one kernel" in html  # titles come from each file's docstring
+    assert 'src="/static/vendor/editor.bundle.js"' in html
+    assert "<script>" not in html  # no inline script: a later CSP forbids it
+
+
+def test_an_example_prefills_the_form_and_is_served_raw(client):
+    html = client.get("/?example=graph_break").get_data(as_text=True)
+    assert "print(&#34;halfway&#34;)" in html and 'value="graph_break.py"' in html
+    raw = client.get("/examples/graph_break.py")
+    assert raw.status_code == 200 and raw.get_data(as_text=True).startswith('"""Two graph breaks')
+    assert client.get("/examples/nope.py").status_code == 404
+    assert client.get("/?example=../etc").status_code == 404
+
+
+def test_validation_errors_appear_next_to_their_field_and_nothing_is_queued(client, db, broker_messages):
+    response = client.post("/", data={"code": "", "device": "cuda", "configs": ["bogus"]})
+    assert response.status_code == 422
+    html = response.get_data(as_text=True)
+    assert 'id="error-code"' in html and 'id="error-device"' in html
+    assert db.query(Run).count() == 0 and broker_messages() == 0
+
+
+def test_an_uploaded_file_becomes_the_runs_code(client, db):
+    response = client.post("/", data={"code": "", "configs": ["aot_eager"],
+                                      "upload": (io.BytesIO(SEED.encode()), "my_model.py")},
+                           content_type="multipart/form-data")
+    assert response.status_code == 303
+    slug = response.headers["Location"].rsplit("/", 1)[-1]
+    run = runstore.get_run(db, slug)
+    assert (run.code, run.filename, run.configs) == (SEED, "my_model.py", ["eager", "aot_eager"])
+
+    bad = client.post("/", data={"code": "", "upload": (io.BytesIO(b"x"), "notes.txt")},
+                      content_type="multipart/form-data")
+    assert bad.status_code == 422 and 'id="error-upload"' in bad.get_data(as_text=True)
+
+
+def test_a_form_with_every_box_unchecked_runs_eager_only(client, db):
+    html = client.get("/").get_data(as_text=True)
+    assert '<input type="hidden" name="configs" value="eager">' in html
+    location = client.post("/", data={"code": SEED, "configs": ["eager"]}).headers["Location"]  # that field only
+    assert client.get(location.replace("/r/", "/api/runs/")).get_json()["configs"] == ["eager"]
+
+
+def test_a_queued_run_shows_its_queue_position_and_pending_stages(client):
+    location = client.post("/", data={"code": SEED, "configs": ["aot_eager"]}).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    assert 'id="queue-position">1<' in html
+    assert 'id="stage-dynamo" data-state="pending"' in html
+    assert 'src="/static/js/run.js"' in html and 'id="tab-dynamo"' not in html
+
+
+def _store(client, db, report: dict) -> Run:
+    code = report.get("source", {}).get("code") or SEED
+    filename = report.get("source", {}).get("filename") or "model.py"
+    slug = client.post("/api/runs", json={"code": code, "filename": filename}).get_json()["id"]
+    run = runstore.get_run(db, slug)
+    runstore.store_report(db, run.id, report)
+    return run
+
+
+def test_sample_reports_exist():
+    assert {"seed.json", "graph_break.json", "mlp_train.json"} <= {os.path.basename(p) for p in SAMPLE_REPORTS}
+
+
+@pytest.mark.parametrize("path", SAMPLE_REPORTS, ids=os.path.basename)
+def test_every_tab_of_a_sample_report_renders_its_artifacts(client, db, path):
+    with open(path) as f:
+        report = json.load(f)
+    run = _store(client, db, report)
+    pages = {tab: client.get(f"/r/{run.slug}" + ("" if tab == "overview" else f"/{tab}"))
+             for tab in ("overview", "dynamo", "aot", "inductor", "runtime")}
+    assert all(page.status_code == 200 for page in pages.values())
+    html = {tab: page.get_data(as_text=True) for tab, page in pages.items()}
+    assert all('id="L-1"' in page for page in html.values())  # the user's source, line-anchored, on every tab
+    for graph in report["dynamo"]["graphs"]:
+        first_line = graph["code"].strip().splitlines()[0]
+        assert re.search(r"def\W", first_line) is None or "highlight" in html["dynamo"]
+    for kernel in report["inductor"]["kernels"]:
+        assert kernel["name"] in html["inductor"]
+    for benchmark in report["runtime"]["benchmarks"]:
+        assert benchmark["config"] in html["runtime"]
+    download = client.get(f"/r/{run.slug}/report.json")
+    assert download.headers["Content-Disposition"].startswith("attachment")
+    assert json.loads(download.data) == json.loads(json.dumps(report, default=str))
+
+
+def test_graph_breaks_link_to_the_users_lines(client, db):
+    with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "graph_break.json")) as f:
+        report = json.load(f)
+    run = _store(client, db, report)
+    html = client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True)
+    breaks = report["dynamo"]["graph_breaks"]
+    assert len(breaks) == 2
+    for graph_break in breaks:
+        assert f'href="#L-{graph_break["line"]}"' in html
+
+
+def test_a_tab_reads_only_its_own_sections(client, db, settings):
+    report = {"status": "ok", "failure": None, "dynamo": {"graphs": []},
+              "inductor": {"output_code": [{"compile_id": "0/0", "code": "HUGE_OUTPUT_CODE\n" * 20_000}]}}
+    run = _store(client, db, report)
+    engine = session_factory(settings.database_url).kw["bind"]
+    fetched = []
+
+    def record(_conn, _cursor, statement, parameters, _context, _many):
+        if "report_sections" in statement:
+            fetched.append(str(parameters))
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        html = client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert "HUGE_OUTPUT_CODE" not in html
+    assert any("'dynamo'" in params for params in fetched)
+    assert not any("inductor" in params and "dynamo" not in params for params in fetched)
+
+
+def test_a_failed_run_shows_the_error_at_the_users_line(client, db):
+    code = "import torch\n\ndef f(x)\n    return x\n"
+    slug = client.post("/api/runs", json={"code": code}).get_json()["id"]
+    run = runstore.get_run(db, slug)
+    runstore.store_report(db, run.id, {"status": "failed", "failure": {
+        "stage": "load", "kind": "syntax_error", "message": "expected ':'", "file": "model.py", "line": 3,
+        "traceback": "SyntaxError: expected ':'"}})
+    html = client.get(f"/r/{slug}").get_data(as_text=True)
+    assert 'id="error-line"' in html and 'href="/r/' + slug + '#L-3"' in html and "def f(x)" in html
+    assert client.get(f"/api/runs/{slug}").get_json()["error"]["line"] == 3

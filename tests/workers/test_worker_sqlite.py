@@ -1,0 +1,92 @@
+"""Jobs through a real worker process and the real SQLite broker (the embedded default of `make run`)."""
+import os
+import signal
+import subprocess
+
+from sqlalchemy import create_engine, text
+
+from tests.support import FAST_CONFIGS, SEED, Worker, make_settings, wait_for_run, wait_until
+from webapp import create_app
+from workers.maintenance import purge_consumed_messages
+
+
+def test_seed_job_streams_stages_and_stores_its_report(sqlite_site):
+    client, worker = sqlite_site
+    run_id = client.post("/api/runs", json={"code": SEED, "filename": "seed.py", "configs": FAST_CONFIGS}) \
+        .get_json()["id"]
+    status = wait_for_run(client, run_id, worker=worker)
+    assert status["status"] == "succeeded", status
+    stages = {s["stage"]: s for s in status["stages"]}
+    for stage in ("load", "eager", "dynamo", "aot", "benchmark", "report"):
+        assert stages[stage]["state"] == "finished" and stages[stage]["seconds"] is not None, stage
+    assert stages["inductor"]["state"] == "skipped"  # not requested
+    assert status["started_at"] <= status["finished_at"]
+    assert status["engine_seconds"] > 0
+
+    report = client.get(f"/api/runs/{run_id}/report").get_json()
+    assert report["status"] == "ok" and report["source"]["code"] == SEED
+    assert report["dynamo"]["graphs"] and report["aot"]["graphs"]
+    assert [b["config"] for b in report["runtime"]["benchmarks"]] == FAST_CONFIGS
+    assert status["summary"]["dynamo_graphs"] == len(report["dynamo"]["graphs"])
+    html = client.get(f"/r/{run_id}/dynamo").get_data(as_text=True)
+    assert 'id="dynamo-graphs"' in html and "torch.sin" in html
+
+
+def test_syntax_error_fails_with_the_users_line_on_the_api_and_the_run_page(sqlite_site):
+    client, worker = sqlite_site
+    code = "import torch\n\ndef f(x)\n    return torch.sin(x)\n\nmodel = f\nexample_inputs = (torch.randn(4),)\n"
+    run_id = client.post("/api/runs", json={"code": code, "configs": FAST_CONFIGS}).get_json()["id"]
+    status = wait_for_run(client, run_id, worker=worker)
+    assert status["status"] == "failed"
+    error = status["error"]
+    assert (error["stage"], error["kind"], error["file"], error["line"]) == ("load", "syntax_error", "model.py", 3)
+    assert "SyntaxError" in error["message"]
+    html = client.get(f"/r/{run_id}").get_data(as_text=True)
+    assert 'id="error"' in html and 'id="error-line"' in html
+    assert f'#L-{error["line"]}"' in html and "def f(x)" in html
+
+
+def test_consumed_messages_are_purged_from_the_sqlite_broker(sqlite_site):
+    client, worker = sqlite_site
+    run_id = client.post("/api/runs", json={"code": SEED, "configs": ["backend_eager"]}).get_json()["id"]
+    wait_for_run(client, run_id, worker=worker)
+    broker = worker.settings.broker_url
+    purge_consumed_messages(broker)
+    engine = create_engine(broker.removeprefix("sqla+"))
+    with engine.connect() as connection:
+        left = connection.execute(text("SELECT COUNT(*) FROM kombu_message WHERE visible = 0")).scalar()
+    engine.dispose()
+    assert left == 0
+
+
+def test_a_killed_worker_does_not_leave_its_run_running_forever(tmp_path):
+    """kill -9 of a worker mid-job: the SQLite broker never redelivers, so the reaper must fail the run."""
+    settings = make_settings(tmp_path)
+    client = create_app(settings).test_client()
+    hang = "import time\ntime.sleep(600)\n"  # the job sits in its load stage until the worker dies
+    with Worker(settings) as worker:
+        run_id = client.post("/api/runs", json={"code": hang, "configs": ["eager"]}).get_json()["id"]
+        wait_until(lambda: client.get(f"/api/runs/{run_id}").get_json()["status"] == "running",
+                   timeout=60, what="the job to start", worker=worker)
+        descendants = _descendants(worker.process.pid)
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.wait()
+        for pid in descendants:  # the pool child and the engine's child: this test started them, via the worker
+            _kill(pid)
+        status = wait_until(lambda: (data := client.get(f"/api/runs/{run_id}").get_json())["status"] != "running"
+                            and data, timeout=settings.worker_stale_after_s * 4, what="the reaper")
+    assert status["status"] == "failed" and status["error"]["kind"] == "worker_lost"
+    assert "stopped responding" in status["error"]["message"]
+
+
+def _descendants(pid: int) -> list[int]:
+    children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    found = [int(p) for p in children.split()]
+    return found + [d for child in found for d in _descendants(child)]
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
