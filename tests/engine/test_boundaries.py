@@ -1,0 +1,81 @@
+"""Dependency rules and the CLI contract, checked in fresh processes."""
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+
+from engine.stages.base import Context
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def imported_modules(package: str) -> dict[str, set[str]]:
+    """{file: top-level modules it imports} for every .py file of a package."""
+    out = {}
+    for folder, _, files in os.walk(os.path.join(ROOT, package)):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                tree = ast.parse(open(path).read())
+                mods = set()
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Import):
+                        mods |= {a.name.split(".")[0] for a in node.names}
+                    elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                        mods.add(node.module.split(".")[0])
+                out[os.path.relpath(path, ROOT)] = mods
+    return out
+
+
+def test_engine_never_imports_the_web_tier_or_workers():
+    forbidden = {"flask", "celery", "sqlalchemy", "alembic", "kombu", "webapp", "workers"}
+    offenders = {f: sorted(m & forbidden) for f, m in imported_modules("engine").items() if m & forbidden}
+    assert offenders == {}
+
+
+def test_the_parent_side_of_the_engine_does_not_import_torch():
+    code = "import sys, engine.job, engine.cli, engine.report; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_guarded_capture_reports_unavailable_instead_of_failing():
+    ctx = Context(user_file="model.py", device="cpu", train=False, tap=None, emit=lambda e: None)
+    with ctx.guard("inductor.some_private_hook"):
+        raise AttributeError("module 'torch._inductor.config' has no attribute 'some_private_hook'")
+    assert ctx.unavailable == [{"name": "inductor.some_private_hook",
+                                "reason": "AttributeError: module 'torch._inductor.config' has no attribute "
+                                          "'some_private_hook'"}]
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "engine", "explore", *args], cwd=ROOT, capture_output=True,
+                          text=True)
+
+
+def test_cli_prints_progress_and_a_summary(tmp_path):
+    out = cli("examples/graph_break.py", "--configs", "eager,backend_eager", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "dynamo [backend_eager] ..." in out.stderr and "benchmark [backend_eager] done" in out.stderr
+    assert "dynamo: 3 graph(s), 2 graph break(s), 0 recompile(s)" in out.stdout
+    assert (tmp_path / "report.json").exists() and f"report: {tmp_path}/report.json" in out.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--configs", "eager,turbo"], "error: unknown config 'turbo'"),
+    (["--device", "tpu"], "invalid choice: 'tpu'"),
+])
+def test_cli_rejects_bad_requests_before_running(args, message, tmp_path):
+    out = cli("examples/seed.py", *args, "--out", str(tmp_path))
+    assert out.returncode == 2 and message in out.stderr
+
+
+def test_cli_failure_is_one_line_and_nonzero(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nmodel = lambda x: x\nexample_inputs = (torch.ones(2),\n")
+    out = cli(str(bad), "--configs", "eager", "--out", str(tmp_path / "out"), "--quiet")
+    assert out.returncode == 1
+    first = out.stderr.strip().splitlines()[0]
+    assert first.startswith("failed (syntax_error, stage load): SyntaxError:") and "bad.py:3" in first
