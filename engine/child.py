@@ -41,8 +41,8 @@ class Job:
         self.emit({"event": "stage", "stage": stage, "state": "started", **extra})
         return time.monotonic()
 
-    def end(self, stage: str, t0: float, **extra) -> None:
-        seconds = round(time.monotonic() - t0, 4)
+    def end(self, stage: str, t0: float, seconds: float | None = None, **extra) -> None:
+        seconds = round(time.monotonic() - t0 if seconds is None else seconds, 4)
         self.report["stages"].append({"name": stage, "seconds": seconds, **extra})
         self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
         write_report(self.report, os.path.join(self.job_dir, "report.json.partial"))
@@ -132,16 +132,19 @@ def run(job: Job) -> None:
         raise _compile_failure(exc, filename, job.stage if job.stage != "eager" else "dynamo", torch) from None
     finally:
         ctx.recording = False
+    # The three stages ran interleaved inside one call: their durations come from torch's own compile metrics.
+    runtime.RuntimeCollector(ctx).collect(job.report)
+    seconds = job.report["runtime"]["compile_seconds"]
+    durations = {"dynamo": seconds.get("dynamo"), "aot": seconds.get("aot_autograd"),
+                 "inductor": (seconds.get("inductor") or 0) + (seconds.get("codegen") or 0)}
     for stage in ("dynamo", "aot", "inductor"):
-        if stage in stages_seen or stage == "dynamo":
-            job.end(stage, t0, config=target.name)
-            t0 = time.monotonic()
+        if stage in stages_seen:
+            job.end(stage, t0, seconds=durations[stage], config=target.name)
     t0 = job.begin("report")
     dynamo.collect(job.report)
     aot.collect(job.report, dynamo.graph_modules)
     if target.backend == "inductor":
         inductor.collect(job.report)
-    runtime.RuntimeCollector(ctx).collect(job.report)
     job.report["runtime"]["recorded_config"] = target.name
     job.report["runtime"]["first_call_ms"] = round(capture_ms, 3)
     job.end("report", t0)
@@ -191,7 +194,7 @@ def _user_failure(exc, filename, doing):
 
     message, line = describe(exc, filename)
     return UserCodeError("user_exception", f"{message} while {doing}", file=filename, line=line,
-                         traceback_text=user_traceback(exc, filename))
+                         traceback_text=user_traceback(exc, filename), original=exc)
 
 
 def _compile_failure(exc, filename, stage, torch):
@@ -203,7 +206,8 @@ def _compile_failure(exc, filename, stage, torch):
     if isinstance(exc, getattr(torch._dynamo.exc, "BackendCompilerFailed", ())):
         kind = "backend_compile_error"
     return UserCodeError(kind, f"torch.compile failed in stage '{stage}': {message}", file=filename, line=line,
-                         traceback_text=user_traceback(exc, filename) + "\n" + traceback.format_exc()[-4000:])
+                         traceback_text=user_traceback(exc, filename) + "\n" + traceback.format_exc()[-4000:],
+                         original=exc)
 
 
 def environment(torch, device: str) -> dict:
@@ -242,18 +246,30 @@ def _empty(path) -> bool:
 
 def main(argv: list[str]) -> int:
     job = Job(argv[0])
+    job_pid = os.getpid()
     try:
         run(job)
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a report; the parent classifies crashes
+        if os.getpid() != job_pid:  # a copy the user's code forked (a fork bomb): only the job itself reports
+            os._exit(1)
+        from engine.sandbox import limit_failure
+
+        limit = limit_failure(getattr(exc, "original", None) or exc, job.request)
         from_user = getattr(exc, "kind", None) is not None and hasattr(exc, "traceback_text")
-        if from_user:
+        if limit:
+            job.report = failed_report(job.request, job.stage, *limit, file=getattr(exc, "file", None),
+                                       line=getattr(exc, "line", None),
+                                       traceback_text=getattr(exc, "traceback_text", "") or
+                                       traceback.format_exc()[-8000:], partial=job.report)
+        elif from_user:
             job.report = failed_report(job.request, job.stage, exc.kind, exc.message, file=exc.file, line=exc.line,
                                        traceback_text=exc.traceback_text, partial=job.report)
         else:
-            kind = "memory" if isinstance(exc, MemoryError) else "internal_error"
-            job.report = failed_report(job.request, job.stage, kind, f"{type(exc).__name__}: {exc}",
+            job.report = failed_report(job.request, job.stage, "internal_error", f"{type(exc).__name__}: {exc}",
                                        traceback_text=traceback.format_exc()[-8000:], partial=job.report)
         job.emit({"event": "stage", "stage": job.stage, "state": "failed", "message": job.report["failure"]["message"]})
+    if os.getpid() != job_pid:
+        os._exit(0)
     job.save()
     return 0
 
