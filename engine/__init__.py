@@ -1,8 +1,9 @@
 """pt2scope engine: run torch.compile on a user's model and record every stage into one versioned report.
 
 Dependency rule: this package imports torch and small pure-Python helpers, never Flask, Celery or SQL.
-The parent side (``engine.job``, ``engine.cli``, ``engine.report``) does not even import torch: user code and
-torch run only in the child process started by ``engine.job.run_job`` (entry point ``engine.child``).
+The parent side (``engine.job``, ``engine.sandbox``, ``engine.cli``, ``engine.report``) does not even import
+torch: user code and torch run only in the sandboxed child process started by ``engine.job.run_job`` (entry
+point ``engine.child``).
 
 Where each stage is captured:
     engine/stages/dynamo.py     TorchDynamo: FX graphs, guards, graph breaks, recompiles, bytecode

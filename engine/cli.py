@@ -8,6 +8,7 @@ import time
 
 from engine.job import JobRequest, run_job
 from engine.report import CONFIGS, ConfigError, write_report
+from engine.sandbox import Isolation, IsolationError, check
 
 
 def main(argv=None) -> int:
@@ -37,9 +38,18 @@ def main(argv=None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        isolation = Isolation.from_env()
+        isolation_line = check(isolation)
+    except IsolationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(isolation_line, file=sys.stderr)
     out = args.out or f"pt2scope-{os.path.splitext(request.filename)[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
     os.makedirs(out, exist_ok=True)
-    report = run_job(request, job_dir=os.path.join(out, "job"), on_event=None if args.quiet else _progress)
+    report = run_job(request, job_dir=os.path.join(out, "job"), on_event=None if args.quiet else _progress,
+                     isolation=isolation)
     path = os.path.join(out, "report.json")
     write_report(report, path)
     if report["status"] != "ok":

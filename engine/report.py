@@ -90,6 +90,7 @@ def empty_report(request: dict) -> dict:
         "runtime": {"compile_seconds": {}, "compile_timeline": [], "benchmarks": [], "cudagraphs": {},
                     "kernel_profile": [], "timing": {}},
         "user_output": {"stdout": "", "stderr": "", "truncated": False},
+        "isolation": {},
         "unavailable": [],
         "errors": [],
     }

@@ -17,10 +17,14 @@ import torch.utils._pytree as pytree
 
 
 class UserCodeError(Exception):
+    """``original``: the user's exception behind it, so a limit hit inside user code (MemoryError, a failed fork)
+    can still be named as that limit."""
+
     def __init__(self, kind: str, message: str, *, file: str | None = None, line: int | None = None,
-                 traceback_text: str = ""):
+                 traceback_text: str = "", original: BaseException | None = None):
         super().__init__(message)
         self.kind, self.message, self.file, self.line, self.traceback_text = kind, message, file, line, traceback_text
+        self.original = original
 
 
 @dataclass
@@ -91,7 +95,7 @@ def load(source: str, filename: str, device: str, train_override: bool | None) -
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from user code too
         message, line = describe(exc, filename)
         raise UserCodeError("user_exception", f"running {filename} raised {message}", file=filename, line=line,
-                            traceback_text=user_traceback(exc, filename)) from None
+                            traceback_text=user_traceback(exc, filename), original=exc) from None
 
     if isinstance(model, torch.nn.Module):
         model = model.to(device)

@@ -6,7 +6,9 @@ folder. Production sets DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+
+from engine.sandbox import MODES as ISOLATION_MODES
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,6 +25,36 @@ class Settings:
     # A worker whose heartbeat is older than this is dead: GPU is no longer offered and its runs are reaped.
     heartbeat_interval_s: float = 5.0
     worker_stale_after_s: float = 30.0
+    # Security (docs/security.md). How jobs are confined: "bubblewrap" or, explicitly, "none".
+    isolation: str = "bubblewrap"
+    # Per-job limits beyond the time limit (the same defaults as engine.job.JobRequest).
+    cpu_time_limit_s: float = 1800.0
+    memory_limit_mb: int = 8192  # CPU jobs only (RLIMIT_AS); GPU hosts need a cgroup or container limit
+    process_limit: int = 512
+    open_files_limit: int = 1024
+    file_size_limit_mb: int = 256
+    output_limit_mb: int = 1024
+    # Workers compile a trusted precompiled header once at start and share it read-only with every CPU job.
+    pch_warmup: bool = True
+    # Submissions per client (by IP address, stored only as a keyed hash) within the window; 0 turns it off.
+    rate_limit_count: int = 30
+    rate_limit_window_s: float = 600.0
+    # How many proxies in front of the web app set X-Forwarded-For (0: use the connection's address).
+    proxy_count: int = 0
+    # GET /api/runs lists recent runs only when the operator allows it: links are private by default.
+    list_runs: bool = False
+    secret_key: str = ""  # signs the session cookie that carries the CSRF token; empty: kept in the instance
+
+    def job_limits(self) -> dict:
+        """The engine.job.JobRequest limit fields."""
+        return {"time_limit_s": self.job_time_limit_s, "cpu_time_limit_s": self.cpu_time_limit_s,
+                "memory_limit_mb": self.memory_limit_mb, "process_limit": self.process_limit,
+                "open_files_limit": self.open_files_limit, "file_size_limit_mb": self.file_size_limit_mb,
+                "output_limit_mb": self.output_limit_mb}
+
+    @property
+    def pch_path(self) -> str:
+        return os.path.join(self.instance_path, "pch")
 
     @property
     def jobs_path(self) -> str:
@@ -48,7 +80,16 @@ class Settings:
             heartbeat_interval_s=float(env.get("PT2SCOPE_HEARTBEAT_INTERVAL", 5)),
             worker_stale_after_s=float(env.get("PT2SCOPE_WORKER_STALE_AFTER", 30)),
         )
-        return replace(settings, **overrides)
+        defaults = {f.name: f.default for f in fields(cls)}
+        for name, variable in SECURITY_ENV.items():
+            if variable in env:
+                kind = type(defaults[name])
+                value = env[variable]
+                overrides.setdefault(name, value.lower() in ("1", "true", "yes", "on") if kind is bool else kind(value))
+        settings = replace(settings, **overrides)
+        if settings.isolation not in ISOLATION_MODES:
+            raise ValueError(f"PT2SCOPE_ISOLATION={settings.isolation!r}: choose one of {', '.join(ISOLATION_MODES)}")
+        return settings
 
     def to_env(self) -> dict[str, str]:
         """The environment that gives another process (a worker, the server) these same settings."""
@@ -60,4 +101,24 @@ class Settings:
             "PT2SCOPE_JOB_TIME_LIMIT": str(self.job_time_limit_s),
             "PT2SCOPE_HEARTBEAT_INTERVAL": str(self.heartbeat_interval_s),
             "PT2SCOPE_WORKER_STALE_AFTER": str(self.worker_stale_after_s),
+            **{variable: str(getattr(self, name)) for name, variable in SECURITY_ENV.items()
+               if getattr(self, name) != ""},
         }
+
+
+# The security settings' environment variables (docs/security.md has each default and what it does).
+SECURITY_ENV = {
+    "isolation": "PT2SCOPE_ISOLATION",
+    "cpu_time_limit_s": "PT2SCOPE_CPU_TIME_LIMIT",
+    "memory_limit_mb": "PT2SCOPE_MEMORY_LIMIT_MB",
+    "process_limit": "PT2SCOPE_PROCESS_LIMIT",
+    "open_files_limit": "PT2SCOPE_OPEN_FILES_LIMIT",
+    "file_size_limit_mb": "PT2SCOPE_FILE_SIZE_LIMIT_MB",
+    "output_limit_mb": "PT2SCOPE_OUTPUT_LIMIT_MB",
+    "pch_warmup": "PT2SCOPE_PCH_WARMUP",
+    "rate_limit_count": "PT2SCOPE_RATE_LIMIT",
+    "rate_limit_window_s": "PT2SCOPE_RATE_LIMIT_WINDOW",
+    "proxy_count": "PT2SCOPE_PROXY_COUNT",
+    "list_runs": "PT2SCOPE_LIST_RUNS",
+    "secret_key": "PT2SCOPE_SECRET_KEY",
+}

@@ -19,7 +19,9 @@ def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tup
     if not isinstance(code, str) or not code.strip():
         errors["code"] = "Paste or upload a Python file that defines `model` and `example_inputs`."
     elif len(code.encode("utf-8")) > max_code_bytes:
-        errors["code"] = f"The code is larger than {max_code_bytes // 1024} KiB."
+        errors["code"] = f"The code is larger than {max_code_bytes // 1024} KiB, the limit for a model."
+    elif "\0" in code:
+        errors["code"] = "The code contains NUL bytes: send Python source text (checkpoints and pickles are never loaded)."
 
     filename = os.path.basename(str(data.get("filename") or "model.py"))
     if not filename.endswith(".py") or len(filename) > 100:

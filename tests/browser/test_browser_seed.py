@@ -20,10 +20,10 @@ def test_new_user_compiles_the_seed_and_shares_the_report(site, page, browser):
 
     expect(page).to_have_url(re.compile(r"/r/[A-Za-z0-9_-]{20,}$"))
     report_url = page.url
-    # Live progress: a stage finishes while the job is still running (the page polls the API).
-    page.wait_for_function(
-        "document.getElementById('status').textContent === 'running'"
-        " && document.getElementById('stage-load').dataset.state === 'finished'", timeout=60_000)
+    # Live progress: a stage finishes while the job is still running (the page polls the API). Locators, not
+    # wait_for_function: the Content-Security-Policy forbids the eval that a JavaScript string needs.
+    expect(page.locator("#stage-load")).to_have_attribute("data-state", "finished", timeout=60_000)
+    expect(page.locator("#status")).to_have_text("running")
     expect(page.locator("#tab-inductor")).to_be_visible(timeout=REPORT_TIMEOUT_MS)
     expect(page.locator("#status")).to_have_text("succeeded")
     for stage in ("load", "eager", "dynamo", "aot", "inductor", "benchmark"):

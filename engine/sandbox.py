@@ -1,0 +1,333 @@
+"""How one job's child process is confined: bubblewrap namespaces, resource limits, a shared precompiled header.
+
+Parent side only (engine.job and the workers use it; the child never imports it, and nothing here imports torch).
+``child_command`` builds the whole launch command in one place:
+
+    bwrap <namespaces, read-only system, the job folder writable> [setpriv <unprivileged uid>] prlimit <limits> python
+
+Two facts measured on Linux 6.x shape it (docs/security.md):
+- RLIMIT_NPROC is ignored for processes of the real root user. A worker running as root therefore starts the
+  sandbox without a user namespace and drops to an unprivileged uid inside it (setpriv); a non-root worker uses a
+  user namespace. In a user namespace the process count is kept per namespace, so the limit is per job.
+- bubblewrap gives bound paths' parent folders their source's mode (``/root`` is 0700): they are created 0755.
+"""
+from __future__ import annotations
+
+import errno
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+PROJECT_ROOT = os.path.dirname(ENGINE_DIR)
+MODES = ("bubblewrap", "none")
+# The user name a job sees (USER, LOGNAME). Inductor names its precompiled-header folder after it:
+# $TMPDIR/torchinductor_<user>/precompiled_headers, so it must be the same in every job.
+JOB_USER = "pt2scope"
+PCH_SUBDIR = os.path.join(f"torchinductor_{JOB_USER}", "precompiled_headers")
+# When the worker is root, each job runs as SANDBOX_UID_BASE + (parent pid mod SANDBOX_UID_SPAN): RLIMIT_NPROC
+# counts per uid, so concurrent jobs on one host get a process budget each.
+SANDBOX_UID_BASE = 100_000
+SANDBOX_UID_SPAN = 65_536
+SANDBOX_TMP_BYTES = 64 * 1024 * 1024  # the private /tmp and /dev/shm (memory-backed, so small; TMPDIR is on disk)
+SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What the dynamic loader, g++ (through /etc/alternatives) and Triton's `ldconfig -p` read from /etc.
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
+
+
+class IsolationError(RuntimeError):
+    """The configured isolation cannot work on this machine (raised at start-up, never mid-job)."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """The operator's choice (PT2SCOPE_ISOLATION): "bubblewrap" (default) or "none" (no sandbox at all)."""
+
+    mode: str = "bubblewrap"
+    # Folder of precompiled headers made by a trusted warm-up (see warm_shared_pch); bound read-only into jobs.
+    shared_pch_dir: str | None = None
+
+    @classmethod
+    def from_env(cls, env=os.environ) -> "Isolation":
+        mode = env.get("PT2SCOPE_ISOLATION", "bubblewrap")
+        if mode not in MODES:
+            raise IsolationError(f"PT2SCOPE_ISOLATION={mode!r}: choose one of {', '.join(MODES)}")
+        return cls(mode=mode, shared_pch_dir=env.get("PT2SCOPE_PCH_DIR") or None)
+
+
+def child_command(isolation: Isolation, request, job_dir: str, env: dict) -> list[str]:
+    """The one launch command of a job's child: sandbox, then limits, then ``python -m engine.child JOB_DIR``.
+
+    ``request`` is an engine.job.JobRequest: its ``*_limit*`` fields are the limits.
+    """
+    command = _prlimit(request) + [sys.executable, "-m", "engine.child", job_dir]
+    if isolation.mode == "none":
+        return command
+    return _bwrap(isolation, job_dir, env, request.device) + _drop_root() + command
+
+
+def describe(isolation: Isolation, request) -> dict:
+    """report["isolation"]: what confined this job, each limit and what enforces it."""
+    sandboxed = isolation.mode == "bubblewrap"
+    enforced = {"time_limit_s": "parent (wall clock)", "cpu_time_limit_s": "RLIMIT_CPU",
+                "memory_limit_mb": "RLIMIT_AS", "process_limit": "RLIMIT_NPROC", "open_files_limit": "RLIMIT_NOFILE",
+                "file_size_limit_mb": "RLIMIT_FSIZE", "output_limit_mb": "parent (size of the job folder)"}
+    if not sandboxed and os.geteuid() == 0:
+        enforced["process_limit"] = "not enforced (RLIMIT_NPROC does not apply to root without the sandbox)"
+    if request.memory_limit_mb is None:
+        enforced["memory_limit_mb"] = "not enforced per job (CUDA: use a cgroup or container memory limit)"
+    return {
+        "mode": isolation.mode,
+        "network": "none (own empty network namespace)" if sandboxed else "the worker's network",
+        "filesystem": ("read-only system and Python; writable job folder only" if sandboxed
+                       else "everything the worker's user can reach"),
+        "user": ("unprivileged uid, capabilities dropped" if sandboxed else "the worker's own user"),
+        "shared_pch": bool(sandboxed and _shared_pch_files(isolation)),
+        "limits": {name: getattr(request, name) for name in enforced},
+        "enforced_by": enforced,
+    }
+
+
+def check(isolation: Isolation) -> str:
+    """Start a throw-away sandbox to prove the configured isolation works here; return a one-line description.
+
+    Raises IsolationError naming the cause and the way out; called when a worker (or the CLI) starts.
+    """
+    if isolation.mode == "none":
+        return "isolation: NONE - jobs run unsandboxed with the worker's user, network and files (PT2SCOPE_ISOLATION=none)"
+    if shutil.which("bwrap") is None:
+        raise IsolationError("bubblewrap (bwrap) is not on PATH: apt-get install -y bubblewrap, "
+                             "or set PT2SCOPE_ISOLATION=none to run jobs without a sandbox (not for public use)")
+    with tempfile.TemporaryDirectory(prefix="pt2scope-sandbox-check-") as job_dir:
+        prepare_job_dir(job_dir, isolation)
+        probe = _bwrap(isolation, job_dir, {"PATH": "/usr/bin:/bin"}, "cpu") + _drop_root() + [
+            sys.executable, "-c", "import socket; print(len(socket.if_nameindex()))"]
+        try:
+            result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise IsolationError(f"bubblewrap could not start a sandbox: {exc}") from None
+    if result.returncode != 0:
+        raise IsolationError(
+            f"bubblewrap cannot start a sandbox here ({result.stderr.strip()[-300:]}); containers often forbid "
+            "user namespaces (Docker's default seccomp profile does). Run workers where bubblewrap works, or set "
+            "PT2SCOPE_ISOLATION=none to run jobs without a sandbox (not for public use)")
+    if result.stdout.strip() != "1":
+        raise IsolationError(f"the sandbox sees {result.stdout.strip()} network interfaces, expected only lo")
+    pch = "shared precompiled header " + ("on" if _shared_pch_files(isolation) else "off")
+    return f"isolation: bubblewrap (no network, read-only system, unprivileged, {pch})"
+
+
+def prepare_job_dir(job_dir: str, isolation: Isolation) -> None:
+    """Create the job's TMPDIR and header folder, writable by the job's user (the worker keeps the files)."""
+    folders = [job_dir, os.path.join(job_dir, "tmp")]
+    folders += [os.path.join(folders[1], *PCH_SUBDIR.split(os.sep)[:i + 1]) for i in range(2)]
+    os.makedirs(folders[-1], exist_ok=True)
+    uid = job_uid()
+    if uid is not None and isolation.mode == "bubblewrap":
+        for path in folders:
+            os.chown(path, uid, uid)
+        # bubblewrap enters the folder as root without capabilities, before it becomes the job's uid.
+        os.chmod(job_dir, 0o711)
+
+
+def job_uid() -> int | None:
+    """The uid a sandboxed job runs as when the worker is root; None when the worker is not (a user namespace)."""
+    if os.geteuid() != 0:
+        return None
+    return SANDBOX_UID_BASE + os.getpid() % SANDBOX_UID_SPAN
+
+
+def exit_signal(returncode: int, isolation: Isolation) -> signal.Signals | None:
+    """The signal that ended the child: negative codes directly, 128+N when bubblewrap passed the status on."""
+    number = -returncode if returncode < 0 else (returncode - 128 if isolation.mode == "bubblewrap"
+                                                  and 128 < returncode < 128 + 65 else None)
+    try:
+        return signal.Signals(number) if number else None
+    except ValueError:
+        return None
+
+
+def limit_failure(exc: BaseException, request: dict) -> tuple[str, str] | None:
+    """(kind, message) when an exception in the child is a limit being hit, else None (child side, pure Python).
+
+    Walks the exception's causes: torch and the stages wrap the original error.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = str(exc)
+        if isinstance(exc, MemoryError) or "can't allocate memory" in text or "std::bad_alloc" in text:
+            limit = request.get("memory_limit_mb")
+            where = f"the memory limit of {limit} MiB" if limit else "the memory available"
+            return "memory", f"out of memory: the job reached {where} ({type(exc).__name__}: {text[:300]})"
+        if (isinstance(exc, BlockingIOError) and exc.errno == errno.EAGAIN) or "can't start new thread" in text:
+            return "processes", (f"process limit of {request.get('process_limit')} processes and threads reached "
+                                 f"({type(exc).__name__}: {text[:200]})")
+        if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            return "output_limit", (f"file size limit of {request.get('file_size_limit_mb')} MiB reached: a file "
+                                    f"the job wrote (its printed output counts) grew past it ({text[:200]})")
+        if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+            return "open_files", f"open files limit of {request.get('open_files_limit')} reached ({text[:200]})"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def warm_shared_pch(isolation: Isolation, run_warmup) -> list[str]:
+    """Fill isolation.shared_pch_dir with the precompiled headers of a trusted compile; return the files added.
+
+    ``run_warmup(job_dir)`` runs a job of our own code (never a user's) in the sandbox. Its headers depend only
+    on torch's headers and the compiler flags (Inductor names them by a hash of both), so every job can use them;
+    each job gets them bound read-only, so no job can change what another job compiles with. Files are published
+    by rename, so a job starting meanwhile binds whole files or none.
+    """
+    store = isolation.shared_pch_dir
+    os.makedirs(store, exist_ok=True)
+    stamp_path, stamp = os.path.join(store, ".built-for"), _toolchain_stamp()
+    try:
+        with open(stamp_path) as f:
+            if f.read() == stamp:  # already made for this torch and compiler (e.g. by another worker)
+                return []
+    except OSError:
+        pass
+    with tempfile.TemporaryDirectory(prefix="pt2scope-pch-warmup-") as job_dir:
+        run_warmup(job_dir)
+        built = os.path.join(job_dir, "tmp", PCH_SUBDIR)
+        added = []
+        for name in sorted(os.listdir(built)) if os.path.isdir(built) else []:
+            source = os.path.join(built, name)
+            if not os.path.isfile(source) or os.path.islink(source) or os.path.exists(os.path.join(store, name)):
+                continue
+            staging = os.path.join(store, f".{name}.{os.getpid()}.tmp")
+            shutil.copyfile(source, staging)
+            os.chmod(staging, 0o444)
+            os.replace(staging, os.path.join(store, name))
+            added.append(name)
+    with open(stamp_path, "w") as f:
+        f.write(stamp)
+    return added
+
+
+def _toolchain_stamp() -> str:
+    """What the precompiled headers depend on, found without importing torch: its version and the compiler's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = "unknown"
+    compiler = os.environ.get("CXX", "g++")
+    try:
+        compiler_version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
+                                          timeout=30).stdout.split("\n")[0]
+    except (OSError, subprocess.TimeoutExpired):
+        compiler_version = "unknown"
+    return f"torch {torch_version}; {compiler_version}"
+
+
+def _shared_pch_files(isolation: Isolation) -> list[str]:
+    store = isolation.shared_pch_dir
+    if not store or not os.path.isdir(store):
+        return []
+    return sorted(os.path.join(store, n) for n in os.listdir(store)
+                  if not n.startswith(".") and os.path.isfile(os.path.join(store, n)))
+
+
+def _prlimit(request) -> list[str]:
+    mib = 1024 * 1024
+    cpu = int(request.cpu_time_limit_s)
+    args = [f"--cpu={cpu}:{cpu + 5}",  # SIGXCPU at the limit (named in the report), SIGKILL 5 s later
+            f"--nproc={request.process_limit}", f"--nofile={request.open_files_limit}",
+            f"--fsize={request.file_size_limit_mb * mib}", "--core=0"]
+    if request.memory_limit_mb is not None:
+        args.append(f"--as={request.memory_limit_mb * mib}")
+    return [shutil.which("prlimit") or "/usr/bin/prlimit", *args, "--"]
+
+
+def _drop_root() -> list[str]:
+    uid = job_uid()
+    if uid is None:
+        return []
+    return [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+
+def _bwrap(isolation: Isolation, job_dir: str, env: dict, device: str) -> list[str]:
+    job_dir = os.path.realpath(job_dir)
+    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
+            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "pt2scope", "--cap-drop", "ALL"]
+    if job_uid() is None:  # not root: a user namespace, and none further inside it
+        args += ["--unshare-user", "--disable-userns"]
+    else:  # root: no user namespace (see the module docstring); setpriv drops to the job's uid
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+    args += ["--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, str(value)]
+
+    made = set()
+
+    def parents(path):
+        out = []
+        for parent in _ancestors(path):
+            if parent not in made:
+                made.add(parent)
+                out += ["--perms", "0755", "--dir", parent]
+        return out
+
+    args += ["--ro-bind", "/usr", "/usr"]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ETC_FILES:
+        if os.path.exists(path):
+            args += parents(path) + ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(SANDBOX_TMP_BYTES), "--tmpfs", "/dev/shm",
+             "--size", str(SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp"]
+    made.add("/tmp")
+    if device == "cuda":  # the GPU's device files, and /sys where the driver looks up the devices
+        for node in sorted(glob.glob("/dev/nvidia*")):
+            args += ["--dev-bind", node, node]
+        args += ["--ro-bind", "/sys", "/sys"]
+    # The Python that runs the child, its virtual environment and the engine package: read-only. Nothing else of
+    # the project (web app, instance folder with the database and broker, other jobs) exists in the sandbox.
+    python_dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), ENGINE_DIR}
+    for path in sorted(python_dirs):
+        if path != "/usr" and not path.startswith("/usr/"):
+            args += parents(path) + ["--ro-bind", path, path]
+    # The C/C++ compiler Inductor and Triton call, where it lives outside /usr (e.g. /opt/gcc on the GPU image).
+    for path in _toolchain_dirs(env):
+        if path not in python_dirs:
+            args += parents(path) + ["--ro-bind", path, path]
+    args += parents(job_dir) + ["--bind", job_dir, job_dir]
+    # Trusted precompiled headers, each file bound read-only into this job's own (writable) header folder: the job
+    # can add headers for other flags but cannot change, replace or delete these (they are mount points).
+    pch_dir = os.path.join(job_dir, "tmp", PCH_SUBDIR)
+    for path in _shared_pch_files(isolation):
+        args += ["--ro-bind", path, os.path.join(pch_dir, os.path.basename(path))]
+    return args + ["--chdir", job_dir, "--"]
+
+
+def _toolchain_dirs(env: dict) -> list[str]:
+    """Install prefixes (the folder above bin/) of the compilers on the child's PATH that lie outside /usr."""
+    out = set()
+    for name in (env.get("CC"), env.get("CXX"), "cc", "gcc", "c++", "g++"):
+        found = name and shutil.which(name, path=env.get("PATH"))
+        if found:
+            real = os.path.realpath(found)
+            if not real.startswith("/usr/"):
+                out.add(os.path.dirname(os.path.dirname(real)))
+    return sorted(out)
+
+
+def _ancestors(path: str) -> list[str]:
+    """'/a/b/c' -> ['/a', '/a/b'] (the folders bubblewrap must create before binding c)."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]

@@ -1,0 +1,66 @@
+"""The shared precompiled header: built once by a trusted warm-up, used by every CPU job, changed by none."""
+import hashlib
+import json
+import os
+
+import pytest
+
+from engine.job import JobRequest, run_job, warm_up_shared_pch
+from engine.sandbox import PCH_SUBDIR, Isolation
+from tests.support import SEED
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    isolation = Isolation(shared_pch_dir=str(tmp_path_factory.mktemp("pch")))
+    assert any(name.endswith(".gch") for name in warm_up_shared_pch(isolation))
+    assert warm_up_shared_pch(isolation) == []  # made for this torch and compiler already: no second compile
+    return isolation
+
+
+def _digests(folder):
+    return {name: hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest()
+            for name in os.listdir(folder)}
+
+
+def test_an_inductor_job_compiles_with_the_shared_header_instead_of_its_own(warm, tmp_path):
+    report = run_job(JobRequest(code=SEED, configs=["eager", "inductor_default"]), str(tmp_path), isolation=warm)
+    assert report["status"] == "ok", report["failure"]
+    assert report["isolation"]["shared_pch"] is True
+    own = os.path.join(tmp_path, "tmp", PCH_SUBDIR)
+    built_here = [n for n in os.listdir(own) if n.endswith(".gch") and os.path.getsize(os.path.join(own, n))]
+    assert built_here == []  # only the (empty) mount points of the shared files remain in the job's folder
+
+
+def test_a_job_cannot_change_replace_or_delete_the_shared_header(warm, tmp_path):
+    before = _digests(warm.shared_pch_dir)
+    code = '''
+import json, os, tempfile
+folder = os.path.join(tempfile.gettempdir(), %r)
+results = {}
+for name in sorted(os.listdir(folder)):
+    path = os.path.join(folder, name)
+    if not os.path.isfile(path):
+        continue
+    for what, action in (("write", lambda: open(path, "r+b").write(b"poison")),
+                         ("delete", lambda: os.remove(path)),
+                         ("replace", lambda: (open(path + ".new", "wb").write(b"poison"), os.replace(path + ".new", path))),
+                         ("chmod", lambda: os.chmod(path, 0o666))):
+        try:
+            action()
+            results[f"{name} {what}"] = "done"
+        except OSError as exc:
+            results[f"{name} {what}"] = exc.strerror
+open(os.path.join(folder, "own.h"), "w").write("// a job may add headers for other flags")
+print("RESULTS" + json.dumps(results))
+import torch
+model = lambda x: x
+example_inputs = (torch.ones(1),)
+''' % PCH_SUBDIR
+    report = run_job(JobRequest(code=code, configs=["eager"]), str(tmp_path), isolation=warm)
+    assert report["status"] == "ok", report["failure"]
+    line = next(l for l in report["user_output"]["stdout"].splitlines() if l.startswith("RESULTS"))
+    results = json.loads(line[len("RESULTS"):])
+    assert len(results) == 4 * len([name for name in before if not name.startswith(".")])
+    assert all(outcome != "done" for outcome in results.values()), results
+    assert _digests(warm.shared_pch_dir) == before
