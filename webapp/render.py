@@ -22,10 +22,23 @@ TITLE_KEYS = ("name", "config", "compile_id", "kind", "stage", "label")
 SMALL_TEXT_LINES = 20  # a multi-line message up to this long stays in its table cell
 
 
+class _LineSpanFormatter(HtmlFormatter):
+    """Line N of a listing is ``<span id="{anchor}-N">``, the target its line number links to.
+
+    A span around the whole line (Pygments' linespans) rather than an empty anchor before it (lineanchors), so a
+    linked line can be highlighted: by CSS :target, and by the page when a kernel or node selects it. Pygments
+    needs lineanchors to link the numbers; this drops the empty anchors it would add, which would repeat the ids.
+    """
+
+    def _wrap_lineanchors(self, inner):
+        return inner
+
+
 def listing(code: str, anchor: str, language: str = "python") -> Markup:
-    """Highlighted code with numbered lines; line N is the anchor ``#{anchor}-N``."""
+    """Highlighted code with numbered lines; line N is the element ``#{anchor}-N``."""
     lexer = LEXERS.get((language or "").lower(), TextLexer)()
-    formatter = HtmlFormatter(linenos="table", anchorlinenos=True, lineanchors=anchor, wrapcode=True)
+    formatter = _LineSpanFormatter(linenos="table", anchorlinenos=True, lineanchors=anchor, linespans=anchor,
+                                   wrapcode=True)
     return Markup(f'<div class="listing" id="{escape(anchor)}">{highlight(code, lexer, formatter)}</div>')
 
 

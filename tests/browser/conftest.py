@@ -1,5 +1,6 @@
 """A live pt2scope (werkzeug server thread + a real worker on the SQLite broker) for Playwright in Debian's
 Chromium. One site per session: both browser tests share its worker."""
+import json
 import os
 import threading
 from dataclasses import dataclass
@@ -8,8 +9,9 @@ import pytest
 from werkzeug.serving import make_server
 
 from tests.support import Worker, make_settings
-from webapp import create_app
-from webapp.config import Settings
+from webapp import create_app, runstore
+from webapp.config import PROJECT_ROOT, Settings
+from webapp.db import session_factory
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -45,3 +47,27 @@ def site(tmp_path_factory):
             yield Site(f"http://127.0.0.1:{server.server_port}", settings, worker)
     finally:
         server.shutdown()
+
+
+SAMPLE_REPORTS = ("seed", "graph_break", "mlp_train", "seed_gpu")
+
+
+@pytest.fixture(scope="session")
+def sample_runs(site) -> dict[str, str]:
+    """The real sample reports (tests/fixtures/reports) stored as finished runs on the site: name -> slug.
+    Stored through runstore as a worker would, with their stage events, so no engine run is needed."""
+    slugs = {}
+    with session_factory(site.settings.database_url)() as session:
+        for name in SAMPLE_REPORTS:
+            with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")) as f:
+                report = json.load(f)
+            request = report["request"]
+            run = runstore.create_run(session, runstore.Submission(
+                code=report["source"]["code"], filename=report["source"]["filename"], device=request["device"],
+                train=request.get("train"), configs=request["configs"]))
+            for stage in report["stages"]:
+                runstore.record_event(session, run.id, {"event": "stage", "stage": stage["name"], "state": "finished",
+                                                        "seconds": stage.get("seconds")})
+            runstore.store_report(session, run.id, report)
+            slugs[name] = run.slug
+    return slugs

@@ -1,10 +1,10 @@
 """HTML pages: the new-run form (with the gallery) and /r/<slug>, which shows progress until the report exists."""
 from __future__ import annotations
 
-from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
 from engine.report import DEFAULT_CONFIGS, STAGES
-from webapp import context, runstore
+from webapp import context, reportview, runstore, security
 from webapp.examples import list_examples, read_example
 from webapp.models import FINISHED_STATUSES, RUNNING, Run
 from webapp.render import Renderer, listing, stylesheet, title_of
@@ -18,6 +18,15 @@ bp = Blueprint("pages", __name__)
 STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
 TABS = {"overview": "Overview", **STAGE_TABS}
 NOT_IN_OVERVIEW = [*STAGE_TABS, "source"]
+# Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile.
+EXTRA_SECTIONS = {"inductor": ["runtime"]}
+# The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
+DRAWN_FIELDS = {
+    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode"},
+    "aot": {"graphs", "partitions", "functionalization", "decompositions"},
+    "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion"},
+    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile"},
+}
 
 
 @bp.get("/")
@@ -43,11 +52,14 @@ def create_run():
     errors = {}
     upload = request.files.get("upload")
     if upload and upload.filename:
+        content = upload.read(settings.max_code_bytes + 1)  # text only: an upload is never unpickled or run here
         if not upload.filename.endswith(".py"):
             errors["upload"] = "Upload a Python file (.py)."
+        elif len(content) > settings.max_code_bytes:
+            errors["upload"] = f"The file is larger than {settings.max_code_bytes // 1024} KiB, the limit for a model."
         else:
             try:
-                form.update(code=upload.read().decode("utf-8"), filename=upload.filename)
+                form.update(code=content.decode("utf-8"), filename=upload.filename)
             except UnicodeDecodeError:
                 errors["upload"] = "The file is not UTF-8 text."
     session = context.session()
@@ -56,6 +68,9 @@ def create_run():
                                       online_queues=runstore.online_queues(session, settings))
     if errors:
         return _form_page(form, errors), 422
+    limited = security.rate_limited()
+    if limited:
+        return _form_page(form, {"code": limited[0]}), 429, {"Retry-After": str(limited[1])}
     run = submit(submission)
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
@@ -89,18 +104,41 @@ def report(slug: str, tab: str):
     finished = run.status in FINISHED_STATUSES
     if finished and tab == "overview":
         sections = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
-    elif finished:
-        sections = runstore.load_sections(session, run, [tab])
+    elif finished:  # graphs without their nodes: each viewer fetches its own
+        sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
     else:
         sections = {}
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
+    other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
     return render_template(
         "run.html", run=run, tab=tab, tabs=TABS, finished=finished, stages=runstore.stage_progress(run),
         stage_names=STAGES, queue_position=runstore.queue_position(session, run), error=runstore.error_of(run),
-        messages=runstore.messages(run), sections=sections, stage_sections=stage_sections,
+        messages=runstore.messages(run), sections=sections, stage=stage_sections, other_fields=other_fields,
         has_report=finished and runstore.has_report(session, run), renderer=Renderer(run.filename),
-        source_listing=listing(run.code, "L"), title_of=title_of,
+        source_listing=listing(run.code, "L"), title_of=title_of, view=reportview, listing=listing,
+        present="present" in request.args, device_name=(run.environment or {}).get("device_name"),
         worker_online=bool(runstore.online_queues(session, context.settings())))
+
+
+@bp.get("/r/<slug>/graphs/<graph_id>.json")
+def graph(slug: str, graph_id: str):
+    """One graph for the viewer (reportview.graph_payload), sent as stored: pages list graphs, and each is fetched
+    when it is shown."""
+    text = runstore.graph_json_text(context.session(), _run_or_404(slug), graph_id)
+    if text is None:
+        abort(404)
+    # A finished report never changes.
+    return Response(text, mimetype="application/json", headers={"Cache-Control": "private, max-age=3600"})
+
+
+@bp.get("/r/<slug>/provenance.json")
+def provenance(slug: str):
+    """Each user line's Dynamo nodes, ATen nodes and kernels: read when the user selects a line."""
+    run = _run_or_404(slug)
+    sections = runstore.load_sections(context.session(), run, ["dynamo", "aot", "inductor"])
+    response = jsonify(reportview.provenance(sections, run.filename))
+    response.headers["Cache-Control"] = "private, max-age=3600"
+    return response
 
 
 @bp.get("/r/<slug>/report.json")

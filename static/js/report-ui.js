@@ -1,0 +1,139 @@
+// The report page: graph viewers, links that open exactly on a tab's graph node, kernel or source line, and
+// cross-highlighting between them. URL fragments (shareable):
+//   #L-6                  a line of the user's file: its Dynamo nodes, ATen nodes and kernels
+//   #kernel-NAME          a generated kernel: its source, its nodes (forward or backward graph) and lines
+//   #graph-ID[/NODE]      a graph (ids in webapp/reportview.py), and a node in it
+import { setUpViewers, viewers } from "./graph-view.js";
+
+const source = document.getElementById("source");
+const report = document.querySelector(".report");
+const TAB_OF_GRAPH = { dynamo: "dynamo", aot: "aot", func: "aot", postgrad: "inductor" };
+let provenance = null;
+
+function element(tag, props = {}, children = []) {
+  const el = document.createElement(tag);
+  Object.assign(el, props);
+  el.append(...children);
+  return el;
+}
+
+function graphHref(graphId, node) {
+  const fragment = `#graph-${graphId}${node ? `/${encodeURIComponent(node)}` : ""}`;
+  if (document.getElementById(`graph-${graphId}`)) return fragment;
+  return `${source.dataset.reportUrl}/${TAB_OF_GRAPH[graphId.split("-")[0]]}${fragment}`;
+}
+
+function kernelHref(name) {
+  return document.getElementById(`kernel-${name}`) ? `#kernel-${name}` : `${source.dataset.reportUrl}/inductor#kernel-${name}`;
+}
+
+function clearSelection() {
+  for (const el of document.querySelectorAll(".hl, .selected, .related")) el.classList.remove("hl", "selected", "related");
+  for (const viewer of viewers.values()) viewer.clearHighlight();
+}
+
+function markSourceLines(lines) {
+  for (const line of lines) document.getElementById(`L-${line}`)?.classList.add("hl");
+}
+
+async function selectLine(line) {
+  clearSelection();
+  markSourceLines([line]);
+  document.getElementById(`L-${line}`)?.scrollIntoView({ block: "nearest" });
+  for (const row of document.querySelectorAll(".kernel[data-lines]")) {
+    if (row.dataset.lines.split(" ").includes(String(line))) {
+      document.querySelector(`.kernel-row[data-kernel="${CSS.escape(row.dataset.kernel)}"]`)?.classList.add("related");
+    }
+  }
+  for (const viewer of viewers.values()) if (viewer.loading) viewer.load().then(() => viewer.highlightLine(line));
+  const box = document.getElementById("line-provenance");
+  if (!box || !source.dataset.provenanceUrl) return;
+  if (!provenance) {
+    const response = await fetch(source.dataset.provenanceUrl);
+    provenance = response.ok ? await response.json() : { lines: {} };
+  }
+  const entry = provenance.lines[String(line)] || { dynamo: [], aten: [], kernels: [] };
+  const code = document.getElementById(`L-${line}`)?.textContent.trim() || "";
+  const nodeList = (title, nodes) => {
+    const byGraph = new Map();
+    for (const node of nodes) {
+      if (!byGraph.has(node.graph)) byGraph.set(node.graph, { title: node.title, names: [] });
+      byGraph.get(node.graph).names.push(node.name ?? node.node);
+    }
+    return element("div", { className: "prov-group" }, [
+      element("h4", { textContent: `${title} (${nodes.length})` }),
+      ...(nodes.length ? [...byGraph].map(([graph, { title: graphTitle, names }]) => element("p", {}, [
+        element("a", { href: graphHref(graph), textContent: graphTitle, className: "graph-link" }), ": ",
+        ...names.flatMap((name) => [element("a", { href: graphHref(graph, name), textContent: name, className: "chip node-link" }), " "]),
+      ])) : [element("p", { className: "none", textContent: "none" })]),
+    ]);
+  };
+  box.replaceChildren(
+    element("h3", { textContent: `Line ${line}` }),
+    element("pre", { className: "text", textContent: code }),
+    nodeList("Dynamo nodes", entry.dynamo),
+    nodeList("ATen nodes", entry.aten),
+    element("div", { className: "prov-group" }, [
+      element("h4", { textContent: `Kernels (${entry.kernels.length})` }),
+      entry.kernels.length
+        ? element("p", {}, entry.kernels.flatMap((name) => [element("a", { href: kernelHref(name), textContent: name, className: "chip kernel-link" }), " "]))
+        : element("p", { className: "none", textContent: "none" }),
+    ]),
+  );
+  box.hidden = false;
+  box.dataset.line = String(line);
+}
+
+function selectKernel(name) {
+  const card = document.getElementById(`kernel-${name}`);
+  if (!card) return;
+  clearSelection();
+  card.open = true;
+  card.classList.add("selected");
+  document.querySelector(`.kernel-row[data-kernel="${CSS.escape(name)}"]`)?.classList.add("selected");
+  const lines = card.dataset.lines.split(" ").filter(Boolean).map(Number);
+  markSourceLines(lines);
+  const viewer = viewers.get(card.dataset.graph);
+  if (viewer) viewer.highlight(card.dataset.nodes.split(" ").filter(Boolean), `Kernel ${name}`);
+}
+
+async function openGraph(graphId, nodeName) {
+  const viewer = viewers.get(graphId);
+  if (!viewer) return;
+  viewer.card.scrollIntoView({ block: "start" });
+  await viewer.load();
+  if (nodeName) await viewer.select(nodeName, { center: true });
+}
+
+function route() {
+  const hash = decodeURIComponent(location.hash.slice(1));
+  if (/^L-\d+$/.test(hash)) selectLine(Number(hash.slice(2)));
+  else if (hash.startsWith("kernel-")) selectKernel(hash.slice("kernel-".length));
+  else if (hash.startsWith("graph-")) {
+    const [graphId, ...rest] = hash.slice("graph-".length).split("/");
+    openGraph(graphId, rest.join("/"));
+  }
+}
+
+if (report) {
+  setUpViewers(report);
+  window.addEventListener("hashchange", route);
+  // A kernel row selects its kernel even when the fragment is already the same (a second click).
+  for (const link of document.querySelectorAll(".kernel-link")) {
+    link.addEventListener("click", () => { if (location.hash === link.getAttribute("href")) route(); });
+  }
+  // Printing shows every folded section.
+  window.addEventListener("beforeprint", () => {
+    for (const details of document.querySelectorAll("details:not([open])")) {
+      details.dataset.openedForPrint = "1";
+      details.open = true;
+    }
+  });
+  window.addEventListener("afterprint", () => {
+    for (const details of document.querySelectorAll("details[data-opened-for-print]")) {
+      details.open = false;
+      delete details.dataset.openedForPrint;
+    }
+  });
+  route();
+}

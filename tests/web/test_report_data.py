@@ -1,0 +1,109 @@
+"""What the report tabs compute from real sample reports (tests/fixtures/reports): graph endpoints, provenance,
+kernel timing and roofline share, fusion decisions in words, the host-bound diagnosis."""
+import json
+import os
+
+from sqlalchemy import delete, select, update
+
+from webapp import reportview, runstore
+from webapp.config import PROJECT_ROOT
+from webapp.models import ReportGraph, ReportSection
+
+
+def _report(name: str) -> dict:
+    with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")) as f:
+        return json.load(f)
+
+
+def _store(db, report: dict) -> str:
+    run = runstore.create_run(db, runstore.Submission(code=report["source"]["code"],
+                                                      filename=report["source"]["filename"], device="cpu",
+                                                      train=None, configs=["eager"]))
+    runstore.store_report(db, run.id, report)
+    return run.slug
+
+
+def test_each_graph_has_its_own_endpoint_and_the_page_does_not_carry_its_nodes(client, db):
+    report = _report("mlp_train")
+    slug = _store(db, report)
+    forward = client.get(f"/r/{slug}/graphs/aot-1.json").get_json()
+    assert forward["title"] == "Forward graph 0/0"
+    recorded = report["aot"]["graphs"][1]["nodes"]
+    assert forward["names"] == [n["name"] for n in recorded]
+    # Columns: node i's value is values[index[i]]; edges are node numbers.
+    for key in reportview.NODE_COLUMNS:
+        column = forward["columns"][key]
+        assert [column["values"][k] for k in column["index"]] == [n.get(key) for n in recorded], key
+    assert len(forward["columns"]["module_stack"]["values"]) < len(recorded) / 2  # stored once per distinct stack
+    offsets, args = forward["arg_offsets"], forward["args"]
+    assert [[forward["names"][j] for j in args[offsets[i]:offsets[i + 1]]] for i in range(len(recorded))] == \
+        [n["args"] for n in recorded]
+    assert client.get(f"/r/{slug}/graphs/func-0-before.json").get_json()["title"] == "Before functionalization 0/0"
+    assert client.get(f"/r/{slug}/graphs/postgrad-1.json").get_json()["kind"] == "backward"
+    for missing in ("aot-9", "postgrad-x", "../dynamo-0", "func-0-sideways"):
+        assert client.get(f"/r/{slug}/graphs/{missing}.json").status_code == 404
+    html = client.get(f"/r/{slug}/aot").get_data(as_text=True)
+    assert 'data-graph-url="/r/%s/graphs/aot-0.json"' % slug in html
+    assert '"args"' not in html  # nodes come from the endpoint, not the page
+    assert f"{len(recorded)} nodes" in html  # counted from the outline the tab reads, which has no nodes
+
+
+def test_graphs_are_stored_as_the_viewer_reads_them_and_built_on_first_request_for_older_runs(client, db):
+    report = _report("mlp_train")
+    slug = _store(db, report)
+    run = runstore.get_run(db, slug)
+    stored = {row.graph_id for row in db.scalars(select(ReportGraph).where(ReportGraph.run_id == run.id))}
+    assert stored == {"dynamo-0", "aot-0", "aot-1", "aot-2", "func-0-before", "func-0-after", "postgrad-0",
+                      "postgrad-1"}
+    outline = json.loads(db.scalar(select(ReportSection.outline).where(ReportSection.run_id == run.id,
+                                                                       ReportSection.name == "aot")))
+    assert "nodes" not in outline["graphs"][0] and outline["graphs"][0]["kind"] == "joint"
+    assert "nodes" not in outline["functionalization"][0]["before"]
+    sent = client.get(f"/r/{slug}/graphs/aot-0.json")
+    assert sent.get_data(as_text=True) == db.scalar(select(ReportGraph.body).where(
+        ReportGraph.run_id == run.id, ReportGraph.graph_id == "aot-0"))
+
+    # A run stored before graphs were: its graph is built from the section on the first request, then kept.
+    db.execute(delete(ReportGraph).where(ReportGraph.run_id == run.id))
+    db.execute(update(ReportSection).where(ReportSection.run_id == run.id).values(outline=None))
+    db.commit()
+    assert client.get(f"/r/{slug}/graphs/aot-0.json").get_data(as_text=True) == sent.get_data(as_text=True)
+    assert db.scalar(select(ReportGraph.graph_id).where(ReportGraph.run_id == run.id)) == "aot-0"
+    assert client.get(f"/r/{slug}/aot").status_code == 200  # the tab reads the whole section instead
+
+
+def test_provenance_ties_a_line_to_its_dynamo_nodes_aten_nodes_and_kernels(client, db):
+    slug = _store(db, _report("seed"))
+    line = client.get(f"/r/{slug}/provenance.json").get_json()["lines"]["6"]
+    assert [n["node"] for n in line["dynamo"]] == ["sin", "cos", "mul", "tanh", "add"]  # the input is no op
+    assert {n["graph"] for n in line["aten"]} == {"aot-0", "postgrad-0"}
+    assert line["kernels"] == ["cpp_fused_add_cos_mul_sin_tanh_0"]
+
+
+def test_kernels_sorted_by_measured_time_with_roofline_share_on_the_h200():
+    report = _report("mlp_train")
+    rows = reportview.kernel_rows(report["inductor"], report["runtime"], "AMD EPYC")
+    times = [row["total_ms"] for row in rows]
+    assert times == sorted(times, reverse=True) and rows[0]["name"] == "cpp_fused_gelu_gelu_backward_sum_1"
+    assert all(row["roofline_share"] is None for row in rows)  # no CPU ceiling, and bytes unknown per kernel
+
+    gpu = _report("seed_gpu")
+    [row] = reportview.kernel_rows(gpu["inductor"], gpu["runtime"], gpu["environment"]["device_name"])
+    assert row["bytes_accessed"] == 4096 * 4096 * 4 * 2  # read x, write the result
+    assert 0.55 < row["roofline_share"] < 0.7  # ../shared/notes/gpu-baseline.md measured 61% with do_bench
+
+
+def test_fusion_decisions_in_plain_words_with_counts():
+    groups = reportview.fusion_summary(_report("mlp_train")["inductor"]["fusion_decisions"])
+    backward = next(g for g in groups if g["kind"] == "backward")
+    texts = [d["text"] for d in backward["fused"]]
+    assert "fused op0 (mul_6, sum_1) with op1 (add_1, mul_3, mul_6, mul_8, sub, sum_2)" in texts
+    assert backward["reasons"][0][0] == "no shared data"
+    assert any(d["text"].startswith("did not fuse op8 (") and d["count"] == 4 for d in backward["not_fused"])
+
+
+def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():
+    notes = reportview.host_bound_diagnosis(_report("seed_gpu")["runtime"]["benchmarks"])
+    assert notes[0].startswith("inductor_default: host-bound. The GPU is busy only 45% of each step")
+    assert "measured here it was not faster (0.174 ms per step)" in notes[0]
+    assert reportview.host_bound_diagnosis(_report("seed")["runtime"]["benchmarks"]) == []  # CPU: no GPU time

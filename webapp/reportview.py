@@ -1,0 +1,434 @@
+"""What the report tabs draw, shaped from the stored report sections (docs/report-schema.md); never imports torch.
+
+Graphs are addressed by a short id that is also their URL fragment (``#graph-aot-1``, a node ``#graph-aot-1/addmm``):
+
+    dynamo-I          dynamo.graphs[I]
+    aot-I             aot.graphs[I] (joint, forward, backward, inference)
+    func-I-before     aot.functionalization[I].before (mutations marked); func-I-after the functionalized graph
+    postgrad-I        inductor.post_grad_graphs[I] (nodes marked with their kernel)
+
+The page only lists them (its sections are read as outlines, without nodes); each graph's nodes come from one JSON
+endpoint when the viewer is shown, as columns (graph_payload) that are built once, when the report is stored.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import defaultdict
+
+GRAPH_ID = re.compile(r"^(dynamo|aot|postgrad)-(\d+)$|^func-(\d+)-(before|after)$")
+SECTION_OF_GRAPH = {"dynamo": "dynamo", "aot": "aot", "func": "aot", "postgrad": "inductor"}
+
+# Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
+# environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
+# copy measured on the project's H200 (shared/notes/gpu-baseline.md). No CPU ceiling has been measured.
+COPY_BANDWIDTH_CEILINGS = {"H200": 4.27e12}
+
+# A compiled step whose GPU is busy less than this share of its wall time waits on the host (Python, guards,
+# kernel launches): CUDA graphs (mode="reduce-overhead") remove most of that.
+HOST_BOUND_BUSY_SHARE = 0.5
+
+
+def graph_section(graph_id: str) -> str | None:
+    match = GRAPH_ID.match(graph_id)
+    return SECTION_OF_GRAPH[graph_id.split("-", 1)[0]] if match else None
+
+
+def find_graph(section: dict, graph_id: str) -> dict | None:
+    """The graph with this id in its stage's section, or None."""
+    match = GRAPH_ID.match(graph_id)
+    if not match:
+        return None
+    stage, index, func_index, side = match.groups()
+    try:
+        if func_index is not None:
+            return section.get("functionalization", [])[int(func_index)][side]
+        key = {"dynamo": "graphs", "aot": "graphs", "postgrad": "post_grad_graphs"}[stage]
+        return section.get(key, [])[int(index)]
+    except (IndexError, KeyError, TypeError):
+        return None
+
+
+def graph_title(graph_id: str, graph: dict) -> str:
+    stage = graph_id.split("-", 1)[0]
+    compile_id, kind = graph.get("compile_id", "?"), graph.get("kind") or ""
+    if stage == "dynamo":
+        return f"Dynamo graph {compile_id}"
+    if stage == "func":
+        side = "before" if graph_id.endswith("before") else "after"
+        return f"{'Before' if side == 'before' else 'After'} functionalization {compile_id}"
+    if stage == "postgrad":
+        return f"Post-grad {kind} graph {compile_id}"
+    return f"{kind.capitalize() or 'AOT'} graph {compile_id}"
+
+
+def graphs_of_tab(tab: str, section: dict) -> list[dict]:
+    """The graphs a stage tab shows, in report order: {id, title, graph} (nodes stay on the server until asked)."""
+    ids = []
+    if tab == "dynamo":
+        ids = [f"dynamo-{i}" for i in range(len(section.get("graphs") or []))]
+    elif tab == "aot":
+        ids = [f"aot-{i}" for i in range(len(section.get("graphs") or []))]
+    elif tab == "inductor":
+        ids = [f"postgrad-{i}" for i in range(len(section.get("post_grad_graphs") or []))]
+    return [{"id": gid, "graph": graph, "title": graph_title(gid, graph)}
+            for gid in ids if (graph := find_graph(section, gid)) is not None]
+
+
+def graph_id_by_kind(aot: dict, compile_id: str, kind: str) -> str | None:
+    """The id of the AOT graph of this compile id and kind (joint, forward, ...), if recorded."""
+    return next((f"aot-{i}" for i, graph in enumerate(aot.get("graphs") or [])
+                 if graph.get("compile_id") == compile_id and graph.get("kind") == kind), None)
+
+
+def functionalization_graphs(aot: dict) -> list[dict]:
+    """Per Dynamo graph: the before/after pair and the rewrites, for the AOT tab."""
+    pairs = []
+    for i, entry in enumerate(aot.get("functionalization") or []):
+        sides = {side: {"id": f"func-{i}-{side}", "graph": entry[side], "title": graph_title(f"func-{i}-{side}",
+                                                                                          entry[side])}
+                 for side in ("before", "after") if isinstance(entry.get(side), dict)}
+        pairs.append({"entry": entry, **sides})
+    return pairs
+
+
+# The node fields the viewer shows, each sent as a column of per-node indexes into its distinct values: a graph
+# repeats a few ops, targets, dtypes, module stacks and source lines thousands of times, and arrays of small
+# integers are several times smaller and faster for a browser to parse than one object per node.
+NODE_COLUMNS = ("op", "target", "shape", "dtype", "file", "line", "code", "module_stack", "original_aten", "marks")
+
+
+def graph_payload(graph_id: str, graph: dict) -> dict:
+    """What the graph viewer needs, in columns (see NODE_COLUMNS): ``names``; ``arg_offsets``/``args``, the edges as
+    node numbers (node i reads args[arg_offsets[i]:arg_offsets[i + 1]]; a name not in the graph is dropped); and
+    ``columns[key] = {values, index}`` (node i's value is values[index[i]]). Plus the graph's Python code."""
+    nodes = graph.get("nodes") or []
+    number = {node.get("name"): i for i, node in enumerate(nodes)}
+    arg_offsets, args = [0], []
+    for node in nodes:
+        args.extend(number[name] for name in node.get("args") or [] if name in number)
+        arg_offsets.append(len(args))
+    return {"id": graph_id, "title": graph_title(graph_id, graph), "kind": graph.get("kind"),
+            "compile_id": graph.get("compile_id"), "code": graph.get("code") or "", "count": len(nodes),
+            "names": [node.get("name") for node in nodes], "arg_offsets": arg_offsets, "args": args,
+            "columns": {key: _dictionary_column([node.get(key) for node in nodes]) for key in NODE_COLUMNS}}
+
+
+def _dictionary_column(values: list) -> dict:
+    distinct: dict = {}
+    column = {"values": [], "index": []}
+    for value in values:
+        # Lists and dicts (shapes, module stacks, marks) are not hashable; the type keeps True apart from 1.
+        key = json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else (type(value), value)
+        if key not in distinct:
+            distinct[key] = len(column["values"])
+            column["values"].append(value)
+        column["index"].append(distinct[key])
+    return column
+
+
+def report_graphs(report: dict) -> list[tuple[str, dict]]:
+    """Every graph of a report that has a viewer, as (graph id, graph)."""
+    graphs = [(entry["id"], entry["graph"]) for tab in ("dynamo", "aot", "inductor")  # each tab reads its section
+              for entry in graphs_of_tab(tab, report.get(tab) or {})]
+    for pair in functionalization_graphs(report.get("aot") or {}):
+        graphs += [(pair[side]["id"], pair[side]["graph"]) for side in ("before", "after") if side in pair]
+    return graphs
+
+
+def section_outline(section) -> dict | None:
+    """A stage section as its tab reads it: every graph without its nodes (the viewer fetches those from the
+    graph endpoint), so drawing a tab never parses thousands of nodes. None when the section holds no graph."""
+    if not isinstance(section, dict):
+        return None
+    outline = {}
+    for key in ("graphs", "post_grad_graphs"):
+        if isinstance(section.get(key), list):
+            outline[key] = [_without_nodes(graph) for graph in section[key]]
+    if isinstance(section.get("functionalization"), list):
+        outline["functionalization"] = [
+            {**entry, **{side: _without_nodes(entry[side]) for side in ("before", "after") if side in entry}}
+            if isinstance(entry, dict) else entry for entry in section["functionalization"]]
+    return {**section, **outline} if outline else None
+
+
+def _without_nodes(graph):
+    if not isinstance(graph, dict) or "nodes" not in graph:
+        return graph
+    outline = {key: value for key, value in graph.items() if key != "nodes"}
+    outline["num_nodes"] = graph.get("num_nodes") or len(graph["nodes"] or [])
+    return outline
+
+
+# Kernels
+
+
+def kernel_rows(inductor: dict, runtime: dict, device_name: str | None) -> list[dict]:
+    """Generated kernels, slowest first (measured per step by the profiler), with bandwidth where bytes are known."""
+    profile = {row.get("kernel"): row for row in runtime.get("kernel_profile") or [] if row.get("kernel")}
+    ceiling = copy_bandwidth_ceiling(device_name)
+    kernels = inductor.get("kernels") or []
+    # Inductor counts bytes for the whole compile (metrics.num_bytes_accessed); with one kernel they are its bytes.
+    total_bytes = (inductor.get("metrics") or {}).get("num_bytes_accessed")
+    rows = []
+    for kernel in kernels:
+        measured = profile.get(kernel.get("name")) or {}
+        total_ms, calls = measured.get("total_ms"), measured.get("calls") or 0
+        bytes_accessed = kernel.get("bytes_accessed") or (total_bytes if len(kernels) == 1 else None)
+        bandwidth = (bytes_accessed * calls / (total_ms / 1e3)
+                     if bytes_accessed and total_ms and calls else None)
+        rows.append({**kernel, "bytes_accessed": bytes_accessed, "total_ms": total_ms, "calls": calls or None, "share": measured.get("share"),
+                     "bandwidth": bandwidth, "roofline_share": bandwidth / ceiling if bandwidth and ceiling else None})
+    rows.sort(key=lambda row: (row["total_ms"] is None, -(row["total_ms"] or 0), row.get("name") or ""))
+    return rows
+
+
+def copy_bandwidth_ceiling(device_name: str | None) -> float | None:
+    return next((value for key, value in COPY_BANDWIDTH_CEILINGS.items() if key in (device_name or "")), None)
+
+
+def other_profiled_ops(runtime: dict, limit: int = 12) -> list[dict]:
+    """What the step spent outside generated kernels (library calls such as aten::mm), by time."""
+    rows = [row for row in runtime.get("kernel_profile") or [] if not row.get("generated")]
+    return sorted(rows, key=lambda row: -(row.get("total_ms") or 0))[:limit]
+
+
+def graph_id_of_kernel(inductor: dict, kernel: dict) -> str | None:
+    """The post-grad graph a kernel was generated from (same compile id and forward/backward kind)."""
+    for i, graph in enumerate(inductor.get("post_grad_graphs") or []):
+        if graph.get("compile_id") == kernel.get("compile_id") and graph.get("kind") == kernel.get("graph_kind"):
+            return f"postgrad-{i}"
+    return None
+
+
+def fusion_summary(decisions: list[dict]) -> list[dict]:
+    """Inductor's fusion decisions in plain words, per (compile id, graph kind), with counts."""
+    groups: dict[tuple, dict] = {}
+    for decision in decisions:
+        key = (decision.get("compile_id"), decision.get("kind"))
+        group = groups.setdefault(key, {"compile_id": key[0], "kind": key[1], "fused": [], "not_fused": [],
+                                        "reasons": defaultdict(int)})
+        count = decision.get("count") or 1
+        first = _scheduler_node(decision.get("first"), decision.get("first_ops"))
+        second = _scheduler_node(decision.get("second"), decision.get("second_ops"))
+        if decision.get("action") == "fused":
+            group["fused"].append({"text": f"fused {first} with {second}", "count": count})
+        else:
+            reason = decision.get("reason") or "no reason recorded"
+            group["not_fused"].append({"text": f"did not fuse {first} with {second}: {reason}", "count": count})
+            group["reasons"][reason] += count
+    for group in groups.values():
+        group["reasons"] = sorted(group["reasons"].items(), key=lambda item: -item[1])
+    return list(groups.values())
+
+
+def _scheduler_node(name, ops, shown: int = 6) -> str:
+    ops = list(dict.fromkeys(ops or []))
+    if not ops:
+        return str(name)
+    listed = ", ".join(ops[:shown]) + (f", +{len(ops) - shown} more" if len(ops) > shown else "")
+    return f"{name} ({listed})"
+
+
+def ir_pairs(inductor: dict) -> list[dict]:
+    """Scheduler IR before and after fusion, matched by compile id and graph kind."""
+    after = {(ir.get("compile_id"), ir.get("kind")): ir for ir in inductor.get("ir_post_fusion") or []}
+    return [{"compile_id": ir.get("compile_id"), "kind": ir.get("kind"), "before": ir.get("text") or "",
+             "after": (after.get((ir.get("compile_id"), ir.get("kind"))) or {}).get("text") or ""}
+            for ir in inductor.get("ir_pre_fusion") or []]
+
+
+# Dynamo
+
+
+def source_context(code: str, line: int | None, around: int = 2) -> list[dict]:
+    """The user's lines around ``line``: [{number, text, focus}]."""
+    lines = code.splitlines()
+    if not isinstance(line, int) or not 1 <= line <= len(lines):
+        return []
+    return [{"number": n, "text": lines[n - 1], "focus": n == line}
+            for n in range(max(1, line - around), min(len(lines), line + around) + 1)]
+
+
+def guards_by_compile_id(dynamo: dict) -> list[dict]:
+    """Each compiled frame's guards, with the recompile (which guard failed) that led to it, if any."""
+    recompiles = defaultdict(list)
+    for recompile in dynamo.get("recompiles") or []:
+        recompiles[recompile.get("compile_id")].append(recompile)
+    rows = []
+    for guard in dynamo.get("guards") or []:
+        text = guard.get("text") or ""
+        rows.append({"compile_id": guard.get("compile_id"), "text": text.strip("\n"),
+                     "count": sum(1 for line in text.splitlines() if "GUARD" in line or "GLOBAL_STATE" in line),
+                     "recompiles": recompiles.pop(guard.get("compile_id"), [])})
+    for compile_id, orphans in recompiles.items():  # a recompile whose guards were not recorded
+        rows.append({"compile_id": compile_id, "text": "", "count": 0, "recompiles": orphans})
+    return rows
+
+
+# Runtime
+
+
+def ladder_chart(benchmarks: list[dict]) -> dict | None:
+    """Speedup over plain eager per config, with the p10-p90 spread of the step time as error bars."""
+    eager = next((b for b in benchmarks if b.get("config") == "eager" and b.get("median_ms")), None)
+    rows = [b for b in benchmarks if b.get("status") == "ok" and b.get("median_ms")]
+    if not eager or not rows:
+        return None
+    base = eager["median_ms"]
+    speedups = [base / b["median_ms"] for b in rows]
+    high = [base / b["p10_ms"] - s if b.get("p10_ms") else 0 for b, s in zip(rows, speedups)]
+    low = [s - base / b["p90_ms"] if b.get("p90_ms") else 0 for b, s in zip(rows, speedups)]
+    return {"data": [{"type": "bar", "x": [b["config"] for b in rows], "y": speedups,
+                      "text": [f"{s:.2f}×" for s in speedups], "textposition": "inside", "insidetextanchor": "end",
+                      "marker": {"color": ["#9aa5b1" if b["config"] == "eager" else "#b8460b" for b in rows]},
+                      "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low,
+                                  "color": "#1d232a"},
+                      "hovertemplate": "%{x}: %{y:.2f}× over eager<extra></extra>"}],
+            "layout": {"yaxis": {"title": {"text": "speedup over plain eager (×)"}, "rangemode": "tozero"},
+                       "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                                   "line": {"dash": "dot", "color": "#68717d"}}]}}
+
+
+COMPILE_STAGES = (("dynamo", "Dynamo (whole frame)"), ("aot_autograd", "AOTAutograd + backend"),
+                  ("inductor", "Inductor"), ("codegen", "code generation"), ("backward", "backward compile"))
+
+
+def compile_stage_chart(compile_seconds: dict) -> dict | None:
+    stages = [(label, compile_seconds.get(key)) for key, label in COMPILE_STAGES
+              if isinstance(compile_seconds.get(key), (int, float))]
+    if not any(seconds for _, seconds in stages):
+        return None
+    return {"data": [{"type": "bar", "orientation": "h", "y": [label for label, _ in stages],
+                      "x": [seconds for _, seconds in stages], "marker": {"color": "#3f6ea5"},
+                      "text": [f"{seconds:.2f} s" for _, seconds in stages], "textposition": "auto",
+                      "hovertemplate": "%{y}: %{x:.3f} s<extra></extra>"}],
+            "layout": {"xaxis": {"title": {"text": "seconds (stages nest: each includes the ones below it)"}},
+                       "yaxis": {"autorange": "reversed"}, "margin": {"l": 170}}}
+
+
+def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:
+    """The compile as a Gantt chart: one row per traced event, indented by nesting depth, longest kept."""
+    events = [e for e in timeline if isinstance(e.get("dur_ms"), (int, float))]
+    if not events:
+        return None
+    if len(events) > limit:
+        keep = {id(e) for e in sorted(events, key=lambda e: -e["dur_ms"])[:limit]}
+        events = [e for e in events if id(e) in keep]
+    events.sort(key=lambda e: (e.get("start_ms") or 0, e.get("depth") or 0))
+    labels = [f"{'· ' * (e.get('depth') or 0)}{e.get('name')} [{e.get('compile_id')}] #{i}"
+              for i, e in enumerate(events)]
+    palette = ["#3f6ea5", "#b8460b", "#1f7a3a", "#8e5bd0", "#c0392b", "#2c8c99", "#a07d00"]
+    return {"data": [{"type": "bar", "orientation": "h", "y": labels, "x": [e["dur_ms"] for e in events],
+                      "base": [e.get("start_ms") or 0 for e in events],
+                      "marker": {"color": [palette[(e.get("depth") or 0) % len(palette)] for e in events]},
+                      "customdata": [[e.get("name"), e["dur_ms"]] for e in events],
+                      "hovertemplate": "%{customdata[0]}: %{customdata[1]:.1f} ms<extra></extra>"}],
+            "layout": {"height": max(260, 16 * len(events) + 80), "xaxis": {"title": {"text": "ms since the compile began"}},
+                       "yaxis": {"autorange": "reversed", "showticklabels": True, "tickfont": {"size": 10}},
+                       "margin": {"l": 300}, "bargap": 0.15}}
+
+
+def kernel_time_chart(kernel_profile: list[dict], limit: int = 20) -> dict | None:
+    rows = sorted((r for r in kernel_profile if isinstance(r.get("total_ms"), (int, float))),
+                  key=lambda r: -r["total_ms"])[:limit]
+    if not rows:
+        return None
+    return {"data": [{"type": "bar", "orientation": "h", "y": [r.get("kernel") or r.get("name") for r in rows],
+                      "x": [r["total_ms"] for r in rows],
+                      "marker": {"color": ["#b8460b" if r.get("generated") else "#9aa5b1" for r in rows]},
+                      "text": [f"{100 * (r.get('share') or 0):.1f}%" for r in rows], "textposition": "auto",
+                      "hovertemplate": "%{y}: %{x:.4f} ms per step<extra></extra>"}],
+            "layout": {"height": max(220, 22 * len(rows) + 80), "yaxis": {"autorange": "reversed"},
+                       "xaxis": {"title": {"text": "ms per step (orange: generated by Inductor; grey: library calls)"}},
+                       "margin": {"l": 330}}}
+
+
+def busy_chart(benchmarks: list[dict]) -> dict | None:
+    rows = [b for b in benchmarks if isinstance(b.get("gpu_busy_ms"), (int, float)) and b.get("median_ms")]
+    if not rows:
+        return None
+    configs = [b["config"] for b in rows]
+    return {"data": [{"type": "bar", "name": "wall time per step", "x": configs, "y": [b["median_ms"] for b in rows],
+                      "marker": {"color": "#9aa5b1"}},
+                     {"type": "bar", "name": "GPU busy per step", "x": configs, "y": [b["gpu_busy_ms"] for b in rows],
+                      "marker": {"color": "#1f7a3a"}}],
+            "layout": {"barmode": "group", "yaxis": {"title": {"text": "ms"}}}}
+
+
+def host_bound_diagnosis(benchmarks: list[dict]) -> list[str]:
+    """Plain words for each compiled config whose GPU mostly waits on the host."""
+    by_config = {b.get("config"): b for b in benchmarks}
+    notes = []
+    for b in benchmarks:
+        busy, wall = b.get("gpu_busy_ms"), b.get("median_ms")
+        if not isinstance(busy, (int, float)) or not wall or b.get("config") == "eager":
+            continue
+        share = busy / wall
+        if share >= HOST_BOUND_BUSY_SHARE:
+            notes.append(f"{b['config']}: the GPU is busy {share:.0%} of each step ({busy:.3f} of {wall:.3f} ms): "
+                         "GPU-bound, the kernels themselves set the pace.")
+            continue
+        note = (f"{b['config']}: host-bound. The GPU is busy only {share:.0%} of each step ({busy:.3f} of "
+                f"{wall:.3f} ms); the rest is Python, guards and kernel launches.")
+        if b.get("mode") != "reduce-overhead":
+            note += ' mode="reduce-overhead" (CUDA graphs) replays the whole step with one launch, removing most of it'
+            ro = by_config.get("inductor_reduce_overhead") or {}
+            if ro.get("median_ms") and ro["median_ms"] < wall:
+                note += f": measured here, {ro['median_ms']:.3f} ms per step ({wall / ro['median_ms']:.2f}x faster)."
+            elif ro.get("median_ms"):
+                note += (f"; measured here it was not faster ({ro['median_ms']:.3f} ms per step): the replay's own "
+                         "cost outweighs the launches saved at this size.")
+            else:
+                note += "; add the inductor_reduce_overhead config to measure it."
+        notes.append(note)
+    return notes
+
+
+def decomposition_chart(decomposition: dict) -> dict | None:
+    before, after = decomposition.get("histogram_before") or {}, decomposition.get("histogram_after") or {}
+    backward = decomposition.get("histogram_after_backward") or {}
+    ops = sorted(set(before) | set(after) | set(backward), key=lambda op: -(before.get(op, 0) + after.get(op, 0)))
+    if not ops:
+        return None
+    traces = [{"type": "bar", "name": name, "x": ops, "y": [histogram.get(op, 0) for op in ops],
+               "marker": {"color": color}}
+              for name, histogram, color in (("before decomposition", before, "#9aa5b1"),
+                                             ("after (forward / inference)", after, "#b8460b"),
+                                             ("after (backward)", backward, "#3f6ea5")) if histogram]
+    return {"data": traces, "layout": {"barmode": "group", "yaxis": {"title": {"text": "nodes"}},
+                                       "xaxis": {"tickangle": -30}}}
+
+
+# Provenance: one user line to every node and kernel behind it, and back
+
+
+def provenance(sections: dict, filename: str) -> dict:
+    """For each line of the user's file: the Dynamo nodes, ATen nodes (AOT and post-grad graphs) and kernels."""
+    lines: dict[int, dict] = defaultdict(lambda: {"dynamo": [], "aten": [], "kernels": []})
+    dynamo, aot, inductor = (sections.get(name) or {} for name in ("dynamo", "aot", "inductor"))
+
+    def collect(kind: str, graph_id: str, graph: dict):
+        for node in graph.get("nodes") or []:  # the ops a line became (inputs are not what it computes)
+            if (str(node.get("op", "")).startswith("call_") and isinstance(node.get("line"), int)
+                    and same_file(node.get("file"), filename)):
+                lines[node["line"]][kind].append({"graph": graph_id, "node": node["name"],
+                                                  "title": graph_title(graph_id, graph)})
+
+    for entry in graphs_of_tab("dynamo", dynamo):
+        collect("dynamo", entry["id"], entry["graph"])
+    for tab, section in (("aot", aot), ("inductor", inductor)):
+        for entry in graphs_of_tab(tab, section):
+            collect("aten", entry["id"], entry["graph"])
+    for kernel in inductor.get("kernels") or []:
+        for source_line in kernel.get("source_lines") or []:
+            if isinstance(source_line.get("line"), int) and same_file(source_line.get("file"), filename):
+                kernels = lines[source_line["line"]]["kernels"]
+                if kernel.get("name") not in kernels:
+                    kernels.append(kernel.get("name"))
+    return {"lines": {str(line): entry for line, entry in sorted(lines.items())}}
+
+
+def same_file(file, filename: str) -> bool:
+    return isinstance(file, str) and os.path.basename(file) == filename
