@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
 import uuid
+from contextlib import contextmanager
+
+import psycopg
+import redis
 
 from webapp import runstore
 from webapp.config import PROJECT_ROOT, Settings
@@ -28,6 +33,7 @@ def make_settings(instance_path, **overrides) -> Settings:
         job_time_limit_s=300.0,
         heartbeat_interval_s=1.0,
         worker_stale_after_s=5.0,
+        pch_warmup=False,  # 20-50 s of g++ per worker start; only tests/security warms one, on purpose
     )
     settings = Settings.from_env(**{**defaults, **overrides})
     migrate(settings.database_url)
@@ -90,3 +96,33 @@ def wait_for_run(client, run_id: str, *, timeout: float = 240, worker: Worker | 
         data = client.get(f"/api/runs/{run_id}").get_json()
         return data if data["status"] in ("succeeded", "failed") else None
     return wait_until(finished, timeout=timeout, what=f"run {run_id} to finish", interval=0.2, worker=worker)
+
+
+def form_token(client) -> dict:
+    """The CSRF field a browser's form would post: read from the form page, as a browser gets it."""
+    html = client.get("/").get_data(as_text=True)
+    return {"csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)}
+
+
+# The production configuration on this machine's servers (.ci/run starts them): PostgreSQL and Redis.
+POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS_SERVER_URL = "redis://127.0.0.1:6379"
+
+
+@contextmanager
+def scratch_postgres_and_redis(redis_db: int):
+    """A new PostgreSQL database and an emptied Redis database (an index of the caller's own, so no other user of
+    the server is touched), both gone afterwards. Yields (database_url, broker_url)."""
+    database = f"pt2scope_test_{uuid.uuid4().hex[:10]}"
+    broker_url = f"{REDIS_SERVER_URL}/{redis_db}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{database}"')
+    redis.Redis.from_url(broker_url).flushdb()
+    database_url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}"
+    try:
+        yield database_url, broker_url
+    finally:
+        session_factory(database_url).kw["bind"].dispose()
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
+        redis.Redis.from_url(broker_url).flushdb()

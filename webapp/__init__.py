@@ -6,7 +6,8 @@
     webapp/submission.py  validation of a new run (form and API)
     webapp/examples.py    the gallery, read from examples/*.py
     webapp/render.py      report sections to HTML (Pygments listings, tables)
-    webapp/views/         blueprints: pages (new run, run/report) and api (/api/runs)
+    webapp/views/         blueprints: pages (new run, run/report), api (/api/runs), status (/status, /api/status,
+                          /api/health)
 """
 from __future__ import annotations
 
@@ -22,11 +23,13 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = 4 * settings.max_code_bytes  # the code plus the form around it
 
     from workers.celery_app import make_celery
-    from webapp import context
-    from webapp.views import api, pages
+    from webapp import context, security
+    from webapp.views import api, pages, status
 
     app.extensions["pt2scope"] = context.Extension(settings=settings, celery=make_celery(settings))
     app.teardown_appcontext(context.close_session)
+    security.init_app(app, settings)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
+    app.register_blueprint(status.bp)
     return app

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
@@ -35,10 +34,28 @@ def _ensure_parent_dir(url: str) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
 
-@lru_cache(maxsize=None)
+_factories: dict[str, sessionmaker[Session]] = {}
+
+
 def session_factory(url: str) -> sessionmaker[Session]:
     """One engine (connection pool) per URL and process."""
-    return sessionmaker(make_engine(url), expire_on_commit=False)
+    if url not in _factories:
+        _factories[url] = sessionmaker(make_engine(url), expire_on_commit=False)
+    return _factories[url]
+
+
+def _drop_inherited_connections() -> None:
+    """In a forked child (a Celery pool process), forget the parent's pooled connections without closing them.
+
+    Otherwise parent and child talk over one socket: the worker's heartbeat thread and the job's progress writes
+    interleave on one PostgreSQL session (seen as psycopg's "prepared statement _pg3_0 already exists", which
+    failed the job). SQLAlchemy's documented remedy for os.fork: dispose(close=False) in the child.
+    """
+    for factory in _factories.values():
+        factory.kw["bind"].dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_drop_inherited_connections)
 
 
 def migrate(url: str) -> None:

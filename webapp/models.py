@@ -40,6 +40,8 @@ class Run(Base):
     configs: Mapped[list[str]] = mapped_column(JSON)
 
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Who submitted it, as a keyed hash of the address (webapp.security.client_id): for rate limits only.
+    client: Mapped[str | None] = mapped_column(String(64))
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     # Who runs it: the reaper fails the run when this worker stops beating or this process is gone.
@@ -60,7 +62,8 @@ class Run(Base):
     events: Mapped[list[RunEvent]] = relationship(
         back_populates="run", order_by="RunEvent.id", cascade="all, delete-orphan", passive_deletes=True)
 
-    __table_args__ = (Index("ix_runs_status_queue", "status", "queue"),)
+    __table_args__ = (Index("ix_runs_status_queue", "status", "queue"),
+                      Index("ix_runs_client_created_at", "client", "created_at"))
 
 
 class RunEvent(Base):
@@ -96,10 +99,29 @@ class ReportSection(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     position: Mapped[int] = mapped_column(Integer)  # the key's place in the report, kept for the download
     body: Mapped[str] = mapped_column(Text)
+    # The section as the pages read it, without its graphs' nodes (webapp.reportview.section_outline); null when
+    # it holds no graph, or the run was stored before outlines were.
+    outline: Mapped[str | None] = mapped_column(Text)
+
+
+class ReportGraph(Base):
+    """One graph of a run's report as the viewer reads it (webapp.reportview.graph_payload), as JSON text.
+
+    Built once, when the report is stored (or on the first request for a run stored before), so the graph endpoint
+    sends stored text: building it from its section parses every graph of that stage (seconds for 20,000 nodes).
+    In the database rather than process memory: several web processes on several hosts serve the same runs.
+    """
+
+    __tablename__ = "report_graphs"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    graph_id: Mapped[str] = mapped_column(String(64), primary_key=True)  # dynamo-0, func-0-before, ...
+    body: Mapped[str] = mapped_column(Text)
 
 
 class WorkerHeartbeat(Base):
-    """A live worker, refreshed every few seconds: tells the pages whether a GPU worker is online."""
+    """A live worker, refreshed every few seconds: tells the pages whether a GPU worker is online, and the status
+    page what each worker runs jobs on."""
 
     __tablename__ = "worker_heartbeats"
 
@@ -108,3 +130,5 @@ class WorkerHeartbeat(Base):
     pid: Mapped[int]
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(default=utcnow)
+    # workers.device.describe(): CPU model, GPU names, torch and Triton versions (null for workers that predate it)
+    device: Mapped[dict | None] = mapped_column(JSON)

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from engine.report import STAGES
+from webapp import reportview
 from webapp.config import Settings
-from webapp.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportSection, Run, RunEvent,
-                           WorkerHeartbeat, utcnow)
+from webapp.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
+                           RunEvent, WorkerHeartbeat, utcnow)
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
 
@@ -32,12 +34,24 @@ class Submission:
     configs: list[str]
 
 
-def create_run(session: Session, submission: Submission) -> Run:
+def create_run(session: Session, submission: Submission, client: str | None = None) -> Run:
     run = Run(code=submission.code, filename=submission.filename, device=submission.device,
-              train=submission.train, configs=submission.configs, queue=QUEUE_FOR_DEVICE[submission.device])
+              train=submission.train, configs=submission.configs, queue=QUEUE_FOR_DEVICE[submission.device],
+              client=client)
     session.add(run)
     session.commit()
     return run
+
+
+def recent_submissions(session: Session, client: str, since: datetime) -> list[datetime]:
+    """When this client submitted runs since ``since``, oldest first (the rate limit counts them)."""
+    return list(session.scalars(select(Run.created_at).where(Run.client == client, Run.created_at >= since)
+                                .order_by(Run.created_at)))
+
+
+def recent_runs(session: Session, limit: int) -> list[Run]:
+    """The newest runs (for the listing, when the operator allows one)."""
+    return list(session.scalars(select(Run).order_by(Run.id.desc()).limit(limit)))
 
 
 def get_run(session: Session, slug: str) -> Run | None:
@@ -74,12 +88,18 @@ def record_event(session: Session, run_id: int, event: dict) -> None:
 
 
 def store_report(session: Session, run_id: int, report: dict) -> None:
-    """Store the engine's report section by section and finish the run as succeeded or failed."""
+    """Store the engine's report section by section (with each section's outline and each graph as the viewer
+    reads it, so pages never build them) and finish the run as succeeded or failed."""
     run = session.get(Run, run_id)
     session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
+    session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
     for position, (name, value) in enumerate(report.items()):
-        session.add(ReportSection(run_id=run_id, name=name, position=position,
-                                  body=json.dumps(value, separators=(",", ":"), default=str)))
+        outline = reportview.section_outline(value)
+        session.add(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
+                                  outline=None if outline is None else _json_text(outline)))
+    for graph_id, graph in reportview.report_graphs(report):
+        session.add(ReportGraph(run_id=run_id, graph_id=graph_id,
+                                body=_json_text(reportview.graph_payload(graph_id, graph))))
     run.environment = report.get("environment") or {}
     run.summary = summarize(report)
     run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
@@ -129,9 +149,11 @@ def summarize(report: dict) -> dict:
 
 
 def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
-                  exclude: list[str] | None = None) -> dict:
-    """The named report sections (or all but ``exclude``), parsed, in report order."""
-    query = select(ReportSection.name, ReportSection.body).where(ReportSection.run_id == run.id)
+                  exclude: list[str] | None = None, outlines: bool = False) -> dict:
+    """The named report sections (or all but ``exclude``), parsed, in report order; with ``outlines``, their
+    graphs without nodes (reportview.section_outline) where the outline was stored."""
+    text = func.coalesce(ReportSection.outline, ReportSection.body) if outlines else ReportSection.body
+    query = select(ReportSection.name, text).where(ReportSection.run_id == run.id)
     if names is not None:
         query = query.where(ReportSection.name.in_(names))
     if exclude:
@@ -142,6 +164,29 @@ def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
 def has_report(session: Session, run: Run) -> bool:
     return session.scalar(select(func.count()).select_from(ReportSection).where(
         ReportSection.run_id == run.id)) > 0
+
+
+def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
+    """One graph as the viewer reads it (reportview.graph_payload), JSON text; None if the report has no such
+    graph."""
+    body = session.scalar(select(ReportGraph.body).where(ReportGraph.run_id == run.id,
+                                                         ReportGraph.graph_id == graph_id))
+    if body is not None:
+        return body
+    # A run stored before graphs were: build this one from its section once, for every later request.
+    section_name = reportview.graph_section(graph_id)
+    if section_name is None:
+        return None
+    graph = reportview.find_graph(load_sections(session, run, [section_name]).get(section_name) or {}, graph_id)
+    if graph is None:
+        return None
+    body = _json_text(reportview.graph_payload(graph_id, graph))
+    try:
+        session.add(ReportGraph(run_id=run.id, graph_id=graph_id, body=body))
+        session.commit()
+    except IntegrityError:  # another web process stored it first: the same text
+        session.rollback()
+    return body
 
 
 def report_json_text(session: Session, run: Run) -> str:
@@ -185,12 +230,15 @@ def iso(moment: datetime | None) -> str | None:
 
 # Workers: heartbeats and the reaper.
 
-def beat(session: Session, name: str, queues: list[str], pid: int) -> None:
+def beat(session: Session, name: str, queues: list[str], pid: int, device: dict | None = None) -> None:
     heartbeat = session.get(WorkerHeartbeat, name)
     if heartbeat is None or heartbeat.pid != pid:  # a new worker, or a restarted one reusing the name
-        session.merge(WorkerHeartbeat(name=name, queues=queues, pid=pid, started_at=utcnow(), last_seen=utcnow()))
+        session.merge(WorkerHeartbeat(name=name, queues=queues, pid=pid, started_at=utcnow(), last_seen=utcnow(),
+                                      device=device))
     else:
         heartbeat.last_seen, heartbeat.queues = utcnow(), queues
+        if device is not None:
+            heartbeat.device = device
     session.commit()
 
 
@@ -199,14 +247,27 @@ def forget_worker(session: Session, name: str) -> None:
     session.commit()
 
 
+def online_workers(session: Session, settings: Settings) -> list[WorkerHeartbeat]:
+    """Workers whose heartbeat is fresh, by name."""
+    fresh_after = utcnow() - timedelta(seconds=settings.worker_stale_after_s)
+    return list(session.scalars(select(WorkerHeartbeat).where(WorkerHeartbeat.last_seen >= fresh_after)
+                                .order_by(WorkerHeartbeat.name)))
+
+
 def online_queues(session: Session, settings: Settings) -> set[str]:
     """The queues some live worker consumes ("cpu", "gpu")."""
-    fresh_after = utcnow() - timedelta(seconds=settings.worker_stale_after_s)
-    queues = set()
-    for worker_queues in session.scalars(select(WorkerHeartbeat.queues).where(
-            WorkerHeartbeat.last_seen >= fresh_after)):
-        queues.update(worker_queues)
-    return queues
+    return {queue for worker in online_workers(session, settings) for queue in worker.queues}
+
+
+def queue_lengths(session: Session) -> dict[str, dict[str, int]]:
+    """Runs waiting and running on each queue, counted in the database: the same for every broker, and a message
+    a broker still holds may belong to a run that was already reaped."""
+    lengths = {queue: {QUEUED: 0, RUNNING: 0} for queue in QUEUE_FOR_DEVICE.values()}
+    counts = session.execute(select(Run.queue, Run.status, func.count()).where(Run.status.in_((QUEUED, RUNNING)))
+                             .group_by(Run.queue, Run.status))
+    for queue, status, count in counts:
+        lengths.setdefault(queue, {QUEUED: 0, RUNNING: 0})[status] = count
+    return lengths
 
 
 def reap_stale_runs(session: Session, settings: Settings, *, run_id: int | None = None,
@@ -256,6 +317,10 @@ def _process_exists(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _json_text(value) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 def _number(value) -> float | None:

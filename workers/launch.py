@@ -1,20 +1,16 @@
-"""How a worker process is started: one command line for the embedded server and the tests."""
+"""The command lines of pt2scope's processes, in one place: `python -m webapp serve` (embedded: both), the
+container entry points `python -m webapp web` and `python -m webapp worker` (Dockerfile, docker-compose.yml),
+the tests and the benches all start these."""
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
+
+from workers.device import visible_gpus
 
 
 def gpu_present() -> bool:
-    """A CUDA GPU on this machine, found without importing torch (the worker parent never does)."""
-    if not shutil.which("nvidia-smi"):
-        return False
-    try:
-        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return listing.returncode == 0 and "GPU" in listing.stdout
+    """A CUDA GPU this worker may use, found without importing torch (the worker parent never does)."""
+    return bool(visible_gpus())
 
 
 def worker_queues() -> list[str]:
@@ -27,3 +23,9 @@ def worker_command(name: str, queues: list[str], loglevel: str = "INFO") -> list
             "--queues", ",".join(queues), "--concurrency", "1", "--pool", "prefork", "--loglevel", loglevel,
             # No remote control is needed, and the SQLite transport supports none of it.
             "--without-gossip", "--without-mingle", "--without-heartbeat"]
+
+
+def web_command(host: str, port: int, workers: int = 2, threads: int = 8) -> list[str]:
+    """gunicorn with threaded workers: a report page is mostly database reads, so threads overlap them."""
+    return [sys.executable, "-m", "gunicorn", "--bind", f"{host}:{port}", "--workers", str(workers),
+            "--threads", str(threads), "--access-logfile", "-", "webapp:create_app()"]

@@ -1,4 +1,4 @@
-"""A thread in each worker's main process: heartbeat, reaper and broker purge.
+"""A thread in each worker's main process: heartbeat (with the worker's device), reaper and broker purge.
 
 It runs in the main process, not the pool child that runs jobs, so it beats while a job runs and stops beating
 when the worker dies: that silence is what the reaper in every other worker (and the API) acts on.
@@ -15,6 +15,7 @@ from sqlalchemy import text
 from webapp import runstore
 from webapp.config import Settings
 from webapp.db import make_engine, session_factory
+from workers import device
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ class Maintenance(threading.Thread):
         self._stopped = threading.Event()
         self._sessions = session_factory(settings.database_url)
         self._purged_at = 0.0
+        self.device = device.describe()  # once: it does not change while the process lives
         self.tick()  # beat before the first job can be claimed: the reaper must know this worker at once
 
     def run(self) -> None:
@@ -39,7 +41,7 @@ class Maintenance(threading.Thread):
 
     def tick(self) -> None:
         with self._sessions() as session:
-            runstore.beat(session, self.worker_name, self.queues, os.getpid())
+            runstore.beat(session, self.worker_name, self.queues, os.getpid(), self.device)
             for slug in runstore.reap_stale_runs(session, self.settings, local_worker=self.worker_name):
                 log.warning("run %s reaped: its worker died", slug)
         if time.monotonic() - self._purged_at > PURGE_EVERY_S:

@@ -4,11 +4,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
+import threading
 import traceback
 
 from celery import signals
 
-from engine.job import JobRequest, run_job
+from engine import sandbox
+from engine.job import JobRequest, run_job, warm_up_shared_pch
 from webapp import runstore
 from webapp.db import session_factory
 from webapp.models import Run
@@ -29,10 +32,10 @@ def run_compile(self, run_id: int) -> None:
         return
     job_dir = os.path.join(settings.jobs_path, run.slug)
     request = JobRequest(code=run.code, filename=run.filename, device=run.device, train=run.train,
-                         configs=run.configs, time_limit_s=settings.job_time_limit_s)
+                         configs=run.configs, **settings.job_limits())
     with sessions() as session:
         try:
-            report = run_job(request, job_dir=job_dir,
+            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings),
                              on_event=lambda event: runstore.record_event(session, run_id, event))
         except Exception:  # run_job always returns a report; reaching here is a bug of ours, shown as such
             log.exception("run %s: the engine raised", run.slug)
@@ -42,6 +45,34 @@ def run_compile(self, run_id: int) -> None:
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)  # the kernel cache and build files are not kept
         runstore.store_report(session, run_id, report)
+
+
+def isolation_of(settings) -> sandbox.Isolation:
+    return sandbox.Isolation(mode=settings.isolation, shared_pch_dir=settings.pch_path)
+
+
+@signals.worker_init.connect
+def _check_isolation(sender, **_):
+    """Say which isolation jobs get, loudly; refuse to start when the configured one cannot work here."""
+    # Printed, not logged: Celery configures logging only after this signal.
+    settings = sender.app.conf.pt2scope_settings
+    try:
+        line = sandbox.check(isolation_of(settings))
+    except sandbox.IsolationError as exc:
+        print(f"CRITICAL: pt2scope worker cannot start: {exc}", file=sys.stderr, flush=True)
+        os._exit(3)  # Celery would log a SystemExit from a signal handler and carry on
+    level = "WARNING" if settings.isolation == "none" else "INFO"
+    print(f"{level}: pt2scope worker {line}", file=sys.stderr, flush=True)
+    if settings.isolation == "bubblewrap" and settings.pch_warmup:
+        threading.Thread(target=_warm_up_pch, args=(settings,), name="pt2scope-pch-warmup", daemon=True).start()
+
+
+def _warm_up_pch(settings) -> None:
+    try:
+        added = warm_up_shared_pch(isolation_of(settings))
+        log.info("shared precompiled header ready in %s (%d new files)", settings.pch_path, len(added))
+    except Exception:  # jobs then compile their own header: slower, never wrong
+        log.exception("precompiled-header warm-up failed")
 
 
 @signals.worker_ready.connect

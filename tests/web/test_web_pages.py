@@ -9,7 +9,7 @@ import re
 import pytest
 from sqlalchemy import event
 
-from tests.support import SEED
+from tests.support import SEED, form_token
 from webapp import runstore
 from webapp.config import PROJECT_ROOT
 from webapp.db import session_factory
@@ -21,7 +21,7 @@ SAMPLE_REPORTS = sorted(glob.glob(os.path.join(PROJECT_ROOT, "tests", "fixtures"
 def test_home_offers_the_gallery_in_order(client):
     html = client.get("/").get_data(as_text=True)
     names = re.findall(r'data-example="([a-z_]+)"', html)
-    assert names == ["seed", "graph_break", "inplace_views", "mlp_train", "attention", "conv_bn", "recompile"]
+    assert names == ["seed", "graph_break", "inplace_views", "mlp_train", "attention", "conv_bn", "recompile", "tiny_gpt"]
     assert "Inductor fuses into one kernel" in html  # titles come from each file's docstring
     assert 'src="/static/vendor/editor.bundle.js"' in html
     assert "<script>" not in html  # no inline script: a later CSP forbids it
@@ -37,7 +37,7 @@ def test_an_example_prefills_the_form_and_is_served_raw(client):
 
 
 def test_validation_errors_appear_next_to_their_field_and_nothing_is_queued(client, db, broker_messages):
-    response = client.post("/", data={"code": "", "device": "cuda", "configs": ["bogus"]})
+    response = client.post("/", data={**form_token(client), "code": "", "device": "cuda", "configs": ["bogus"]})
     assert response.status_code == 422
     html = response.get_data(as_text=True)
     assert 'id="error-code"' in html and 'id="error-device"' in html
@@ -45,7 +45,7 @@ def test_validation_errors_appear_next_to_their_field_and_nothing_is_queued(clie
 
 
 def test_an_uploaded_file_becomes_the_runs_code(client, db):
-    response = client.post("/", data={"code": "", "configs": ["aot_eager"],
+    response = client.post("/", data={**form_token(client), "code": "", "configs": ["aot_eager"],
                                       "upload": (io.BytesIO(SEED.encode()), "my_model.py")},
                            content_type="multipart/form-data")
     assert response.status_code == 303
@@ -53,7 +53,7 @@ def test_an_uploaded_file_becomes_the_runs_code(client, db):
     run = runstore.get_run(db, slug)
     assert (run.code, run.filename, run.configs) == (SEED, "my_model.py", ["eager", "aot_eager"])
 
-    bad = client.post("/", data={"code": "", "upload": (io.BytesIO(b"x"), "notes.txt")},
+    bad = client.post("/", data={**form_token(client), "code": "", "upload": (io.BytesIO(b"x"), "notes.txt")},
                       content_type="multipart/form-data")
     assert bad.status_code == 422 and 'id="error-upload"' in bad.get_data(as_text=True)
 
@@ -61,12 +61,12 @@ def test_an_uploaded_file_becomes_the_runs_code(client, db):
 def test_a_form_with_every_box_unchecked_runs_eager_only(client, db):
     html = client.get("/").get_data(as_text=True)
     assert '<input type="hidden" name="configs" value="eager">' in html
-    location = client.post("/", data={"code": SEED, "configs": ["eager"]}).headers["Location"]  # that field only
+    location = client.post("/", data={**form_token(client), "code": SEED, "configs": ["eager"]}).headers["Location"]  # that field only
     assert client.get(location.replace("/r/", "/api/runs/")).get_json()["configs"] == ["eager"]
 
 
 def test_a_queued_run_shows_its_queue_position_and_pending_stages(client):
-    location = client.post("/", data={"code": SEED, "configs": ["aot_eager"]}).headers["Location"]
+    location = client.post("/", data={**form_token(client), "code": SEED, "configs": ["aot_eager"]}).headers["Location"]
     html = client.get(location).get_data(as_text=True)
     assert 'id="queue-position">1<' in html
     assert 'id="stage-dynamo" data-state="pending"' in html

@@ -1,33 +1,18 @@
 """The production configuration: a job through a real worker on Redis, with PostgreSQL for the data, both the
 servers running on this machine (.ci/run starts them if needed). Each test gets its own database and Redis db."""
-import uuid
-
 import psycopg
 import pytest
-import redis
 
-from tests.support import FAST_CONFIGS, SEED, Worker, make_settings, wait_for_run
+from tests.support import FAST_CONFIGS, SEED, Worker, make_settings, scratch_postgres_and_redis, wait_for_run
 from webapp import create_app
-from webapp.db import session_factory
 
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
-REDIS_URL = "redis://127.0.0.1:6379/13"  # a db index of its own, flushed: no other user of this server is touched
+REDIS_DB = 13  # a db index of its own, flushed: no other user of this server is touched
 
 
 @pytest.fixture
 def production_settings(tmp_path):
-    database = f"pt2scope_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(POSTGRES, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{database}"')
-    redis.Redis.from_url(REDIS_URL).flushdb()
-    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}"
-    try:
-        yield make_settings(tmp_path, database_url=url, broker_url=REDIS_URL)
-    finally:
-        session_factory(url).kw["bind"].dispose()
-        with psycopg.connect(POSTGRES, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
-        redis.Redis.from_url(REDIS_URL).flushdb()
+    with scratch_postgres_and_redis(REDIS_DB) as (database_url, broker_url):
+        yield make_settings(tmp_path, database_url=database_url, broker_url=broker_url)
 
 
 def test_job_through_redis_and_postgresql(production_settings):

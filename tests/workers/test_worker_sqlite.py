@@ -60,7 +60,8 @@ def test_consumed_messages_are_purged_from_the_sqlite_broker(sqlite_site):
 
 
 def test_a_killed_worker_does_not_leave_its_run_running_forever(tmp_path):
-    """kill -9 of a worker mid-job: the SQLite broker never redelivers, so the reaper must fail the run."""
+    """kill -9 of a worker mid-job: the SQLite broker never redelivers, so the reaper must fail the run; the run
+    queued behind it is not lost: the next worker runs it."""
     settings = make_settings(tmp_path)
     client = create_app(settings).test_client()
     hang = "import time\ntime.sleep(600)\n"  # the job sits in its load stage until the worker dies
@@ -68,6 +69,7 @@ def test_a_killed_worker_does_not_leave_its_run_running_forever(tmp_path):
         run_id = client.post("/api/runs", json={"code": hang, "configs": ["eager"]}).get_json()["id"]
         wait_until(lambda: client.get(f"/api/runs/{run_id}").get_json()["status"] == "running",
                    timeout=60, what="the job to start", worker=worker)
+        queued_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
         descendants = _descendants(worker.process.pid)
         os.kill(worker.process.pid, signal.SIGKILL)
         worker.process.wait()
@@ -77,6 +79,8 @@ def test_a_killed_worker_does_not_leave_its_run_running_forever(tmp_path):
                             and data, timeout=settings.worker_stale_after_s * 4, what="the reaper")
     assert status["status"] == "failed" and status["error"]["kind"] == "worker_lost"
     assert "stopped responding" in status["error"]["message"]
+    with Worker(settings) as successor:
+        assert wait_for_run(client, queued_id, worker=successor)["status"] == "succeeded"
 
 
 def _descendants(pid: int) -> list[int]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, request, url_for
 
-from webapp import context, runstore
+from webapp import context, runstore, security
 from webapp.models import FINISHED_STATUSES, RUNNING, Run
 from webapp.submission import validate
 
@@ -21,6 +21,9 @@ def create_run():
                                   online_queues=runstore.online_queues(session, settings))
     if errors:
         return jsonify(errors=errors), 400
+    limited = security.rate_limited()
+    if limited:
+        return jsonify(errors={"rate_limit": limited[0]}), 429, {"Retry-After": str(limited[1])}
     run = submit(submission)
     return jsonify(id=run.slug, url=url_for("pages.report", slug=run.slug, _external=True),
                    status_url=url_for("api.get_run", slug=run.slug, _external=True),
@@ -30,12 +33,22 @@ def create_run():
 def submit(submission: runstore.Submission) -> Run:
     """Store and enqueue a validated run (the form posts here too)."""
     session = context.session()
-    run = runstore.create_run(session, submission)
+    run = runstore.create_run(session, submission, client=security.client_id())
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever
         runstore.fail_run(session, run, "load", "queue_unavailable", f"the job queue is unavailable: {exc}")
     return run
+
+
+@bp.get("/runs")
+def list_runs():
+    """The newest runs, only where the operator allows it (PT2SCOPE_LIST_RUNS): links are private otherwise."""
+    if not context.settings().list_runs:
+        return jsonify(error="Listing runs is turned off on this server; a run is reached by its link."), 404
+    return jsonify(runs=[{"id": run.slug, "url": url_for("pages.report", slug=run.slug, _external=True),
+                          "filename": run.filename, "status": run.status, "created_at": runstore.iso(run.created_at)}
+                         for run in runstore.recent_runs(context.session(), 50)])
 
 
 @bp.get("/runs/<slug>")
