@@ -40,7 +40,33 @@ def make_settings(instance_path, **overrides) -> Settings:
     return settings
 
 
-class Worker:
+class LoggedProcess:
+    """A background process started in its own session with its output in ``log_path``; stopped with SIGTERM (as
+    `docker stop` and Celery's warm shutdown expect), then killed with its group after ``stop_timeout``."""
+
+    stop_timeout = 30.0
+
+    def start(self, command: list[str], env: dict[str, str]) -> None:
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=self.log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+
+    def output(self) -> str:
+        with open(self.log_path) as f:
+            return f.read()[-5000:]
+
+    def __exit__(self, *exc) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)  # the group this started, nothing else
+                self.process.wait()
+        self.log.close()
+
+
+class Worker(LoggedProcess):
     """A real Celery worker process (the same command line `make run` uses), stopped on exit."""
 
     def __init__(self, settings: Settings, queues=("cpu",)):
@@ -51,10 +77,7 @@ class Worker:
 
     def __enter__(self) -> "Worker":
         os.makedirs(self.settings.instance_path, exist_ok=True)
-        self.log = open(self.log_path, "w")
-        self.process = subprocess.Popen(
-            worker_command(self.name, self.queues), cwd=PROJECT_ROOT, env={**os.environ, **self.settings.to_env()},
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.start(worker_command(self.name, self.queues), {**os.environ, **self.settings.to_env()})
         wait_until(lambda: self.online(), timeout=90, what=f"worker {self.name} to beat", worker=self)
         return self
 
@@ -63,20 +86,6 @@ class Worker:
             raise AssertionError(f"worker exited with {self.process.returncode}:\n{self.output()}")
         with session_factory(self.settings.database_url)() as session:
             return set(self.queues) <= runstore.online_queues(session, self.settings)
-
-    def output(self) -> str:
-        with open(self.log_path) as f:
-            return f.read()[-5000:]
-
-    def __exit__(self, *exc) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)  # the group this test started, nothing else
-                self.process.wait()
-        self.log.close()
 
 
 def wait_until(predicate, *, timeout: float, what: str, interval: float = 0.1, worker: Worker | None = None):

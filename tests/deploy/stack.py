@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import socket
 import subprocess
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from tests.support import scratch_postgres_and_redis, wait_until
+from tests.support import LoggedProcess, scratch_postgres_and_redis, wait_until
 from webapp.config import PROJECT_ROOT
 
 DOCKERFILE = os.path.join(PROJECT_ROOT, "Dockerfile")
@@ -107,7 +106,7 @@ def _target_of_image(image: str) -> str:
     raise KeyError(image)
 
 
-class LocalService:
+class LocalService(LoggedProcess):
     """One compose service run here: its command with ``python`` as the interpreter, its environment with the
     given overrides (on top of this process's PATH and the like). Stopped with SIGTERM, as `docker stop` does."""
 
@@ -118,10 +117,10 @@ class LocalService:
         self.command = [python, *command[1:]]
         self.env = {**os.environ, **service_environment(service, **env)}
 
+    stop_timeout = 60.0
+
     def __enter__(self) -> "LocalService":
-        self.log = open(self.log_path, "w")
-        self.process = subprocess.Popen(self.command, cwd=PROJECT_ROOT, env=self.env, stdout=self.log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.start(self.command, self.env)
         return self
 
     def run_once(self, timeout: float) -> subprocess.CompletedProcess:
@@ -129,19 +128,6 @@ class LocalService:
         return subprocess.run(self.command, cwd=PROJECT_ROOT, env=self.env, capture_output=True, text=True,
                               timeout=timeout)
 
-    def output(self) -> str:
-        with open(self.log_path) as f:
-            return f.read()[-5000:]
-
-    def __exit__(self, *exc) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)  # the group this started, nothing else
-                self.process.wait()
-        self.log.close()
 
 
 @dataclass
