@@ -21,12 +21,12 @@ PLAIN = """
 import sys, time, json
 import torch, torch._inductor.config as ic, torch._functorch.config as fc
 from engine.usercode import load
-from engine.stages.runtime import Workload, first_call
+from engine.stages.runtime import Workload
 ic.fx_graph_cache = False; fc.enable_autograd_cache = False
 p = load(open(sys.argv[1]).read(), sys.argv[1].rsplit('/', 1)[-1], 'cpu', None)
 w = Workload(p.model, p.inputs_list, p.train, p.loss_fn, 'cpu')
-first_call(w, p.model)
-ms, _, _ = first_call(w, torch.compile(p.model))
+w.result(p.model)
+ms, _, _ = w.result(torch.compile(p.model))
 print(json.dumps({"first_call_ms": ms}))
 """
 

@@ -87,7 +87,7 @@ def run(job: Job) -> None:
     # Plain eager: the reference for every error and the baseline of every speedup.
     t0 = job.begin("eager")
     try:
-        ref_ms, ref_out, ref_grads = runtime.first_call(workload, program.model)
+        ref_ms, ref_out, ref_grads = workload.result(program.model)
     except Exception as exc:
         raise _user_failure(exc, filename, "running the model in eager mode (before any compile)") from None
     job.end("eager", t0)
@@ -127,7 +127,7 @@ def run(job: Job) -> None:
     compiled = torch.compile(program.model, backend=capture_backend)
     t0 = job.begin("dynamo", config=target.name)
     try:
-        capture_ms, cap_out, cap_grads = runtime.first_call(workload, compiled)
+        capture_ms, capture_out, capture_grads = workload.result(compiled)
     except Exception as exc:
         raise _compile_failure(exc, filename, job.stage if job.stage != "eager" else "dynamo", torch) from None
     finally:
@@ -167,7 +167,7 @@ def run(job: Job) -> None:
         if name not in req["configs"]:
             continue
         t0 = job.begin("benchmark", config=name)
-        recorded = (compiled, capture_ms) if name == target.name else (None, None)
+        recorded = (compiled, capture_ms, capture_out, capture_grads) if name == target.name else (None,) * 4
         entry = runtime.benchmark_config(name, workload, recorded, (ref_out, ref_grads, ref_ms), ctx)
         eager_ms = entries["eager"].get("median_ms") if entries else entry.get("median_ms")
         if eager_ms and entry.get("median_ms"):

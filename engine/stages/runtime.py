@@ -125,14 +125,17 @@ class Workload:
             torch.cuda.synchronize()
 
     def result(self, fn):
-        """Outputs and gradients of one step, detached copies (for comparing against eager)."""
+        """One step: its time in ms (the step and a sync only), and detached copies of its outputs and gradients
+        (for comparing against eager)."""
         self.clear_grads()
+        t0 = time.perf_counter()
         outs = self.step(fn)
         self.sync()
+        ms = (time.perf_counter() - t0) * 1000
         leaves = [t.detach().clone() for t in pytree.tree_leaves(outs) if isinstance(t, torch.Tensor)]
         grads = [p.grad.detach().clone() for p in self.params if p.grad is not None]
         self.clear_grads()
-        return leaves, grads
+        return ms, leaves, grads
 
 
 def _default_loss(out):
@@ -148,12 +151,16 @@ def max_errors(actual: list, expected: list) -> tuple[float | None, float | None
     for a, e in zip(actual, expected):
         if a.shape != e.shape:
             return None, None
-        if not (a.is_floating_point() or a.is_complex()):
-            a, e = a.double(), e.double()
-        diff = (a.double() - e.double()).abs()
+        a, e = _widened(a), _widened(e)
+        diff = (a - e).abs()
         abs_err = max(abs_err, float(diff.max()) if diff.numel() else 0.0)
-        ref_max = max(ref_max, float(e.double().abs().max()) if e.numel() else 0.0)
+        ref_max = max(ref_max, float(e.abs().max()) if e.numel() else 0.0)
     return abs_err, (abs_err / ref_max if ref_max else abs_err)
+
+
+def _widened(t: torch.Tensor) -> torch.Tensor:
+    """float64 (complex128 for complex): errors are computed above the precision of what is compared."""
+    return t.to(torch.complex128 if t.is_complex() else torch.float64)
 
 
 def time_steps(workload: Workload, fn, *, cudagraph_steps: bool) -> dict:
@@ -207,13 +214,6 @@ def _quantile(values, q):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
 
-
-def first_call(workload: Workload, fn) -> tuple[float, list, list]:
-    """Latency of the first step (compile included) in ms, with its outputs and gradients."""
-    workload.clear_grads()
-    t0 = time.perf_counter()
-    leaves, grads = workload.result(fn)
-    return (time.perf_counter() - t0) * 1000, leaves, grads
 
 
 def gpu_busy_ms(workload: Workload, fn, cudagraph_steps: bool) -> float | None:
@@ -286,7 +286,8 @@ def cudagraph_status(device: str, config_name: str, texts: list[str], skips: int
 
 
 def benchmark_config(name: str, workload: Workload, recorded: tuple, reference: tuple, ctx) -> dict:
-    """Compile (unless ``recorded`` holds the recorded compile and its first-call time) and time one config."""
+    """Compile (unless ``recorded`` holds the recorded compile with its first call's time, outputs and gradients)
+    and time one config."""
     config = CONFIGS[name]
     entry = {"config": name, "label": config.label, "backend": config.backend, "mode": config.mode,
              "status": "ok", "error": None}
@@ -294,15 +295,13 @@ def benchmark_config(name: str, workload: Workload, recorded: tuple, reference: 
     skips_before = _cudagraph_skips()
     logs_before = {name: len(ctx.tap.artifact_texts(name)) for name in _CUDAGRAPH_LOGS}
     try:
-        fn, first_ms = recorded
+        fn, first_ms, out, grads = recorded
         if config.backend is None:
             fn, first_ms, out, grads = workload.model, eager_first_ms, ref_out, ref_grads
-        elif fn is not None:  # the recorded compile: its first call was already measured
-            out, grads = workload.result(fn)
-        else:
+        elif fn is None:
             torch._dynamo.reset()
             fn = torch.compile(workload.model, backend=config.backend, mode=config.mode)
-            first_ms, out, grads = first_call(workload, fn)
+            first_ms, out, grads = workload.result(fn)
         cudagraph_steps = config.mode == "reduce-overhead" and ctx.device == "cuda"
         entry["first_call_ms"] = round(first_ms, 3)
         entry.update({k: round(v, 4) if isinstance(v, float) else v
