@@ -90,7 +90,7 @@ class AotCollector(Collector):
         return backend(gm, example_inputs)
 
     def collect(self, report: dict, dynamo_graph_modules=()) -> None:
-        section = report["aot"]
+        section = report[self.section]
         # Mark saved values on the forward graphs too, so a page needs no join.
         for part in self.partitions:
             for graph in self.graphs:

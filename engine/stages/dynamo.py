@@ -62,7 +62,7 @@ class DynamoCollector(Collector):
 
     def collect(self, report: dict) -> None:
         tap = self.ctx.tap
-        section = report["dynamo"]
+        section = report[self.section]
         readable = {e["compile_id"]: e["payload"] for e in tap.events("dynamo_output_graph") if e["payload"]}
         for graph in self.graphs:
             graph["code"] = readable.get(graph["compile_id"], graph["code"])

@@ -136,7 +136,7 @@ class InductorCollector(Collector):
         from torch._inductor import metrics
 
         tap = self.ctx.tap
-        section = report["inductor"]
+        section = report[self.section]
         outputs = group_output_code(tap.trace)
         section["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]}
                                   for o in outputs]

@@ -27,7 +27,7 @@ class RuntimeCollector(Collector):
 
     def collect(self, report: dict) -> None:
         tap = self.ctx.tap
-        section = report["runtime"]
+        section = report[self.section]
         forward = [e["metadata"] for e in tap.events("compilation_metrics") if e["metadata"]]
         backward = [e["metadata"] for e in tap.events("bwd_compilation_metrics") if e["metadata"]]
         section["compile_seconds"] = compile_seconds(forward, backward)
