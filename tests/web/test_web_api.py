@@ -2,8 +2,9 @@
 import json
 
 from tests.support import FAST_CONFIGS, SEED
-from webapp import create_app, runstore
-from webapp.models import Run
+from webapp import create_app
+from storage import runstore
+from storage.models import Run
 
 
 def test_post_queues_a_run_and_answers_202(client, broker_messages):

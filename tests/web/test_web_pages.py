@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import event
 
 from tests.support import SEED, form_token
-from webapp import runstore
-from webapp.config import PROJECT_ROOT
-from webapp.db import session_factory
-from webapp.models import Run
+from storage import runstore
+from storage.config import PROJECT_ROOT
+from storage.db import session_factory
+from storage.models import Run
 
 SAMPLE_REPORTS = sorted(glob.glob(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "*.json")))
 

@@ -15,9 +15,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from engine.report import STAGES
-from webapp import reportview
-from webapp.config import Settings
-from webapp.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
+from contract import graphs
+from storage.config import Settings
+from storage.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
                            RunEvent, WorkerHeartbeat, utcnow)
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
@@ -94,12 +94,12 @@ def store_report(session: Session, run_id: int, report: dict) -> None:
     session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
     session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
     for position, (name, value) in enumerate(report.items()):
-        outline = reportview.section_outline(value)
+        outline = graphs.section_outline(value)
         session.add(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
                                   outline=None if outline is None else _json_text(outline)))
-    for graph_id, graph in reportview.report_graphs(report):
+    for graph_id, graph in graphs.report_graphs(report):
         session.add(ReportGraph(run_id=run_id, graph_id=graph_id,
-                                body=_json_text(reportview.graph_payload(graph_id, graph))))
+                                body=_json_text(graphs.graph_payload(graph_id, graph))))
     run.environment = report.get("environment") or {}
     run.summary = summarize(report)
     run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
@@ -151,7 +151,7 @@ def summarize(report: dict) -> dict:
 def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
                   exclude: list[str] | None = None, outlines: bool = False) -> dict:
     """The named report sections (or all but ``exclude``), parsed, in report order; with ``outlines``, their
-    graphs without nodes (reportview.section_outline) where the outline was stored."""
+    graphs without nodes (graphs.section_outline) where the outline was stored."""
     text = func.coalesce(ReportSection.outline, ReportSection.body) if outlines else ReportSection.body
     query = select(ReportSection.name, text).where(ReportSection.run_id == run.id)
     if names is not None:
@@ -167,20 +167,20 @@ def has_report(session: Session, run: Run) -> bool:
 
 
 def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
-    """One graph as the viewer reads it (reportview.graph_payload), JSON text; None if the report has no such
+    """One graph as the viewer reads it (graphs.graph_payload), JSON text; None if the report has no such
     graph."""
     body = session.scalar(select(ReportGraph.body).where(ReportGraph.run_id == run.id,
                                                          ReportGraph.graph_id == graph_id))
     if body is not None:
         return body
     # A run stored before graphs were: build this one from its section once, for every later request.
-    section_name = reportview.graph_section(graph_id)
+    section_name = graphs.graph_section(graph_id)
     if section_name is None:
         return None
-    graph = reportview.find_graph(load_sections(session, run, [section_name]).get(section_name) or {}, graph_id)
+    graph = graphs.find_graph(load_sections(session, run, [section_name]).get(section_name) or {}, graph_id)
     if graph is None:
         return None
-    body = _json_text(reportview.graph_payload(graph_id, graph))
+    body = _json_text(graphs.graph_payload(graph_id, graph))
     try:
         session.add(ReportGraph(run_id=run.id, graph_id=graph_id, body=body))
         session.commit()
