@@ -1,7 +1,8 @@
 // Input on a graph's canvas, turned into calls on its viewer (graph-view.js): drag to pan, wheel to zoom, click a
 // node or module box; and the keyboard: Tab into the canvas focuses a node, arrow keys move along edges and
 // layers (graph-model.js moveFocus), Enter or Space selects the focused node as a click does (or opens a module
-// box), Escape clears the selection and highlights, Shift+arrows pan, + and - zoom. The focused node is described
+// box), Backspace closes the box around it, Escape clears the selection and highlights, Shift+arrows pan, + and -
+// zoom. The focused node is described
 // in an aria-live region of the card.
 import { hitTest, initialFocus, moveFocus } from "./graph-model.js";
 
@@ -18,8 +19,8 @@ function liveRegion(card, canvas) {
   const keys = document.createElement("span");
   keys.id = `${card.id}-keys`;
   keys.hidden = true;
-  keys.textContent = "Arrow keys move between nodes along edges and layers, Enter selects, Escape clears, "
-    + "Shift and arrow keys pan, plus and minus zoom.";
+  keys.textContent = "Arrow keys move between nodes along edges and layers, Enter selects a node or opens a module, "
+    + "Backspace closes the module around it, Escape clears, Shift and arrow keys pan, plus and minus zoom.";
   card.append(region, keys);
   canvas.setAttribute("aria-describedby", keys.id);
   return region;
@@ -80,6 +81,7 @@ export function bindInteraction(viewer) {
     } else if (event.key === "+" || event.key === "=") viewer.zoomAt(viewer.size.width / 2, viewer.size.height / 2, 1.25);
     else if (event.key === "-") viewer.zoomAt(viewer.size.width / 2, viewer.size.height / 2, 0.8);
     else if (event.key === "Escape") viewer.clearSelection();
+    else if (event.key === "Backspace") viewer.closeFocusedBox();
     else if (event.key === "Enter" || event.key === " ") {
       viewer.keyboardFocus = true;
       if (viewer.focus) viewer.activateFocus();

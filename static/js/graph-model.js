@@ -118,6 +118,13 @@ export function initialFocus(model, layout, selected = -1) {
   return order.length ? { item: order[0], tag: -1 } : null;
 }
 
+/** The module group whose box is around an item (the innermost), or -1 at the top level. */
+export function enclosingGroup(model, item) {
+  if (!isNode(model, item)) return model.groups[item - model.count].parent;
+  const chain = chainOf(model, item);
+  return chain.length ? chain[chain.length - 1] : -1;
+}
+
 /** The first item inside module group g in reading order (once g is open), or -1. */
 export function firstItemIn(model, layout, g) {
   const inside = (item) => {

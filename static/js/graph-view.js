@@ -7,7 +7,7 @@
 import { argsOf, buildModel, chainOf, defaultExpanded, field, layoutInput, moduleLabel, nodeFields, nodeNumber,
   tagsOf, usersOf } from "./graph-layout.js";
 import { bindInteraction } from "./graph-interaction.js";
-import { describeFocus, firstItemIn, focusRect, focusedNode, itemOf, rectOf } from "./graph-model.js";
+import { describeFocus, enclosingGroup, firstItemIn, focusRect, focusedNode, itemOf, rectOf } from "./graph-model.js";
 import { COLORS, GraphPainter, MARKS, kernelColors, markLabels } from "./graph-painter.js";
 import { LayoutClient } from "./graph-rpc.js";
 
@@ -215,6 +215,14 @@ export class GraphViewer {
       this.focus = { item, tag: item === hit.node ? -1 : tagsOf(this.model, item).indexOf(hit.node) };
     }
     await this.select(hit.node, { updateUrl: true });
+  }
+
+  /** Backspace: closes the box around the focused item, which keeps the focus. */
+  async closeFocusedBox() {
+    const g = this.focus ? enclosingGroup(this.model, this.focus.item) : -1;
+    if (g < 0) return;
+    await this.toggleGroup(g);
+    this.setFocus({ item: this.model.count + g, tag: -1 });
   }
 
   activateFocus() {

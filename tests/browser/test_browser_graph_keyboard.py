@@ -107,7 +107,7 @@ def test_escape_clears_a_kernels_highlight(site, sample_runs, page):
     expect(card.locator(".graph-highlight")).to_be_hidden()
 
 
-def test_a_closed_module_box_opens_with_enter_and_its_nodes_are_reached(site, sample_runs, page):
+def test_a_closed_module_box_opens_with_enter_and_closes_with_backspace(site, sample_runs, page):
     card = open_graph(page, report_url(site, sample_runs, "mlp_train", "aot"), "aot-1")
     card.locator("[data-action=collapse]").click()
     expect(card).to_have_attribute("data-visible", "5")  # the input tags' readers sit in four closed boxes + 1
@@ -125,6 +125,9 @@ def test_a_closed_module_box_opens_with_enter_and_its_nodes_are_reached(site, sa
       return v.model.names.filter((_, i) => v.model.groups[0] && v.model.stackChains[v.model.stackOf[i]]?.[0] === 0 && v.model.drawn[i]);
     }""")
     assert focused in names
+    page.keyboard.press("Backspace")  # closes the box around the focused node, which keeps the focus
+    expect(card).to_have_attribute("data-visible", "5")
+    expect(card).to_have_attribute("data-focused", "module:L['self'].fc1")
 
 
 def test_presentation_mode_draws_canvas_text_larger(site, sample_runs, page):

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { buildModel, layout, layoutInput, layoutModel, tagsOf, usersOf } from "../../static/js/graph-layout.js";
-import { describeFocus, firstItemIn, focusRect, focusedNode, hitTest, initialFocus, moveFocus, rectOf, tagRects }
+import { describeFocus, enclosingGroup, firstItemIn, focusRect, focusedNode, hitTest, initialFocus, moveFocus, rectOf, tagRects }
   from "../../static/js/graph-model.js";
 import { payloads, syntheticGraph } from "./graphs.js";
 
@@ -58,6 +58,10 @@ describe("keyboard reaches every node", () => {
     const opened = laidOut(graphs.modules, new Set([g]));
     const first = firstItemIn(opened.model, opened.result, g);
     assert.equal(opened.model.groups[first - opened.model.count].parent, g);  // its first sub-module, still closed
+    assert.equal(enclosingGroup(opened.model, first), g);
+    assert.equal(enclosingGroup(opened.model, opened.model.count + g), -1);
+    const op = opened.model.names.indexOf("op0");
+    assert.equal(opened.model.groups[enclosingGroup(opened.model, op)].path, "L['self'].layers.0.sub0");
     const items = new Set(reachable(opened.model, opened.result).map((focus) => focus.item));
     for (const item of opened.result.items) assert.ok(items.has(item));
   });
