@@ -1,24 +1,17 @@
 """What the report tabs draw, shaped from the stored report sections (docs/report-schema.md); never imports torch.
 
-Graphs are addressed by a short id that is also their URL fragment (``#graph-aot-1``, a node ``#graph-aot-1/addmm``):
-
-    dynamo-I          dynamo.graphs[I]
-    aot-I             aot.graphs[I] (joint, forward, backward, inference)
-    func-I-before     aot.functionalization[I].before (mutations marked); func-I-after the functionalized graph
-    postgrad-I        inductor.post_grad_graphs[I] (nodes marked with their kernel)
-
-The page only lists them (its sections are read as outlines, without nodes); each graph's nodes come from one JSON
+Graphs are addressed by a short id that is also their URL fragment (``#graph-aot-1``); the grammar is
+contract/graph_ids.py. The page only lists them (its sections are read as outlines, without nodes); each graph's nodes come from one JSON
 endpoint when the viewer is shown, as columns (graph_payload) that are built once, when the report is stored.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections import defaultdict
 
-GRAPH_ID = re.compile(r"^(dynamo|aot|postgrad)-(\d+)$|^func-(\d+)-(before|after)$")
-SECTION_OF_GRAPH = {"dynamo": "dynamo", "aot": "aot", "func": "aot", "postgrad": "inductor"}
+from contract import graph_ids
+from contract.graph_ids import GraphId
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
@@ -31,33 +24,24 @@ HOST_BOUND_BUSY_SHARE = 0.5
 
 
 def graph_section(graph_id: str) -> str | None:
-    match = GRAPH_ID.match(graph_id)
-    return SECTION_OF_GRAPH[graph_id.split("-", 1)[0]] if match else None
+    parsed = GraphId.parse(graph_id)
+    return parsed.section if parsed else None
 
 
 def find_graph(section: dict, graph_id: str) -> dict | None:
     """The graph with this id in its stage's section, or None."""
-    match = GRAPH_ID.match(graph_id)
-    if not match:
-        return None
-    stage, index, func_index, side = match.groups()
-    try:
-        if func_index is not None:
-            return section.get("functionalization", [])[int(func_index)][side]
-        key = {"dynamo": "graphs", "aot": "graphs", "postgrad": "post_grad_graphs"}[stage]
-        return section.get(key, [])[int(index)]
-    except (IndexError, KeyError, TypeError):
-        return None
+    parsed = GraphId.parse(graph_id)
+    return parsed.find(section) if parsed else None
 
 
 def graph_title(graph_id: str, graph: dict) -> str:
-    stage = graph_id.split("-", 1)[0]
+    parsed = GraphId.parse(graph_id)
+    stage = parsed.prefix if parsed else None
     compile_id, kind = graph.get("compile_id", "?"), graph.get("kind") or ""
     if stage == "dynamo":
         return f"Dynamo graph {compile_id}"
     if stage == "func":
-        side = "before" if graph_id.endswith("before") else "after"
-        return f"{'Before' if side == 'before' else 'After'} functionalization {compile_id}"
+        return f"{'Before' if parsed.side == 'before' else 'After'} functionalization {compile_id}"
     if stage == "postgrad":
         return f"Post-grad {kind} graph {compile_id}"
     return f"{kind.capitalize() or 'AOT'} graph {compile_id}"
@@ -67,18 +51,18 @@ def graphs_of_tab(tab: str, section: dict) -> list[dict]:
     """The graphs a stage tab shows, in report order: {id, title, graph} (nodes stay on the server until asked)."""
     ids = []
     if tab == "dynamo":
-        ids = [f"dynamo-{i}" for i in range(len(section.get("graphs") or []))]
+        ids = [graph_ids.dynamo_graph(i) for i in range(len(section.get("graphs") or []))]
     elif tab == "aot":
-        ids = [f"aot-{i}" for i in range(len(section.get("graphs") or []))]
+        ids = [graph_ids.aot_graph(i) for i in range(len(section.get("graphs") or []))]
     elif tab == "inductor":
-        ids = [f"postgrad-{i}" for i in range(len(section.get("post_grad_graphs") or []))]
+        ids = [graph_ids.post_grad_graph(i) for i in range(len(section.get("post_grad_graphs") or []))]
     return [{"id": gid, "graph": graph, "title": graph_title(gid, graph)}
             for gid in ids if (graph := find_graph(section, gid)) is not None]
 
 
 def graph_id_by_kind(aot: dict, compile_id: str, kind: str) -> str | None:
     """The id of the AOT graph of this compile id and kind (joint, forward, ...), if recorded."""
-    return next((f"aot-{i}" for i, graph in enumerate(aot.get("graphs") or [])
+    return next((graph_ids.aot_graph(i) for i, graph in enumerate(aot.get("graphs") or [])
                  if graph.get("compile_id") == compile_id and graph.get("kind") == kind), None)
 
 
@@ -86,9 +70,9 @@ def functionalization_graphs(aot: dict) -> list[dict]:
     """Per Dynamo graph: the before/after pair and the rewrites, for the AOT tab."""
     pairs = []
     for i, entry in enumerate(aot.get("functionalization") or []):
-        sides = {side: {"id": f"func-{i}-{side}", "graph": entry[side], "title": graph_title(f"func-{i}-{side}",
-                                                                                          entry[side])}
-                 for side in ("before", "after") if isinstance(entry.get(side), dict)}
+        sides = {side: {"id": graph_id, "graph": entry[side], "title": graph_title(graph_id, entry[side])}
+                 for side in graph_ids.FUNCTIONALIZATION_SIDES if isinstance(entry.get(side), dict)
+                 for graph_id in [graph_ids.functionalization_graph(i, side)]}
         pairs.append({"entry": entry, **sides})
     return pairs
 
@@ -198,7 +182,7 @@ def graph_id_of_kernel(inductor: dict, kernel: dict) -> str | None:
     """The post-grad graph a kernel was generated from (same compile id and forward/backward kind)."""
     for i, graph in enumerate(inductor.get("post_grad_graphs") or []):
         if graph.get("compile_id") == kernel.get("compile_id") and graph.get("kind") == kernel.get("graph_kind"):
-            return f"postgrad-{i}"
+            return graph_ids.post_grad_graph(i)
     return None
 
 
