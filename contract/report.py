@@ -13,7 +13,7 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from contract.vocabulary import CONFIGS, DEVICES, FAILURE_KINDS, GRAPH_KINDS, STAGES
+from contract.vocab import CONFIGS, DEVICES, FAILURE_KINDS, GRAPH_KINDS, ISOLATION_MODES, STAGES
 
 # v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
 # rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded
@@ -628,7 +628,7 @@ class IsolationEnforcement(Model):
 class Isolation(Model):
     """Written by the parent, never the child (docs/security.md)."""
 
-    mode: Literal["bubblewrap", "none"] | None = None
+    mode: Literal[ISOLATION_MODES] | None = None
     network: str | None = None
     filesystem: str | None = None
     user: str | None = None

@@ -9,7 +9,7 @@ import json
 import os
 
 from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source
-from contract.vocabulary import CONFIGS, DEFAULT_CONFIGS, STAGES, Config
+from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config
 
 __all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
            "empty_report", "failed_report", "parse_configs", "read_report", "write_report"]

@@ -1,17 +1,15 @@
 """What the report tabs draw, shaped from the stored report sections (docs/report-schema.md); never imports torch.
 
-Graphs are addressed by a short id that is also their URL fragment (``#graph-aot-1``); the grammar is
-contract/graph_ids.py. The page only lists them (its sections are read as outlines, without nodes); each graph's nodes come from one JSON
-endpoint when the viewer is shown, as columns (graph_payload) that are built once, when the report is stored.
+Graph ids, lookup and stored graph payloads are the report's vocabulary: contract/graphs.py.
 """
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 
-from contract import graph_ids
-from contract.graph_ids import GraphId
+# The templates call these as view.*: the graph vocabulary lives in contract/graphs.py.
+from contract import graphs
+from contract.graphs import functionalization_graphs, graph_id_by_kind, graph_title, graphs_of_tab  # noqa: F401
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
@@ -21,128 +19,6 @@ COPY_BANDWIDTH_CEILINGS = {"H200": 4.27e12}
 # A compiled step whose GPU is busy less than this share of its wall time waits on the host (Python, guards,
 # kernel launches): CUDA graphs (mode="reduce-overhead") remove most of that.
 HOST_BOUND_BUSY_SHARE = 0.5
-
-
-def graph_section(graph_id: str) -> str | None:
-    parsed = GraphId.parse(graph_id)
-    return parsed.section if parsed else None
-
-
-def find_graph(section: dict, graph_id: str) -> dict | None:
-    """The graph with this id in its stage's section, or None."""
-    parsed = GraphId.parse(graph_id)
-    return parsed.find(section) if parsed else None
-
-
-def graph_title(graph_id: str, graph: dict) -> str:
-    parsed = GraphId.parse(graph_id)
-    stage = parsed.prefix if parsed else None
-    compile_id, kind = graph.get("compile_id", "?"), graph.get("kind") or ""
-    if stage == "dynamo":
-        return f"Dynamo graph {compile_id}"
-    if stage == "func":
-        return f"{'Before' if parsed.side == 'before' else 'After'} functionalization {compile_id}"
-    if stage == "postgrad":
-        return f"Post-grad {kind} graph {compile_id}"
-    return f"{kind.capitalize() or 'AOT'} graph {compile_id}"
-
-
-def graphs_of_tab(tab: str, section: dict) -> list[dict]:
-    """The graphs a stage tab shows, in report order: {id, title, graph} (nodes stay on the server until asked)."""
-    ids = []
-    if tab == "dynamo":
-        ids = [graph_ids.dynamo_graph(i) for i in range(len(section.get("graphs") or []))]
-    elif tab == "aot":
-        ids = [graph_ids.aot_graph(i) for i in range(len(section.get("graphs") or []))]
-    elif tab == "inductor":
-        ids = [graph_ids.post_grad_graph(i) for i in range(len(section.get("post_grad_graphs") or []))]
-    return [{"id": gid, "graph": graph, "title": graph_title(gid, graph)}
-            for gid in ids if (graph := find_graph(section, gid)) is not None]
-
-
-def graph_id_by_kind(aot: dict, compile_id: str, kind: str) -> str | None:
-    """The id of the AOT graph of this compile id and kind (joint, forward, ...), if recorded."""
-    return next((graph_ids.aot_graph(i) for i, graph in enumerate(aot.get("graphs") or [])
-                 if graph.get("compile_id") == compile_id and graph.get("kind") == kind), None)
-
-
-def functionalization_graphs(aot: dict) -> list[dict]:
-    """Per Dynamo graph: the before/after pair and the rewrites, for the AOT tab."""
-    pairs = []
-    for i, entry in enumerate(aot.get("functionalization") or []):
-        sides = {side: {"id": graph_id, "graph": entry[side], "title": graph_title(graph_id, entry[side])}
-                 for side in graph_ids.FUNCTIONALIZATION_SIDES if isinstance(entry.get(side), dict)
-                 for graph_id in [graph_ids.functionalization_graph(i, side)]}
-        pairs.append({"entry": entry, **sides})
-    return pairs
-
-
-# The node fields the viewer shows, each sent as a column of per-node indexes into its distinct values: a graph
-# repeats a few ops, targets, dtypes, module stacks and source lines thousands of times, and arrays of small
-# integers are several times smaller and faster for a browser to parse than one object per node.
-NODE_COLUMNS = ("op", "target", "shape", "dtype", "file", "line", "code", "module_stack", "original_aten", "marks")
-
-
-def graph_payload(graph_id: str, graph: dict) -> dict:
-    """What the graph viewer needs, in columns (see NODE_COLUMNS): ``names``; ``arg_offsets``/``args``, the edges as
-    node numbers (node i reads args[arg_offsets[i]:arg_offsets[i + 1]]; a name not in the graph is dropped); and
-    ``columns[key] = {values, index}`` (node i's value is values[index[i]]). Plus the graph's Python code."""
-    nodes = graph.get("nodes") or []
-    number = {node.get("name"): i for i, node in enumerate(nodes)}
-    arg_offsets, args = [0], []
-    for node in nodes:
-        args.extend(number[name] for name in node.get("args") or [] if name in number)
-        arg_offsets.append(len(args))
-    return {"id": graph_id, "title": graph_title(graph_id, graph), "kind": graph.get("kind"),
-            "compile_id": graph.get("compile_id"), "code": graph.get("code") or "", "count": len(nodes),
-            "names": [node.get("name") for node in nodes], "arg_offsets": arg_offsets, "args": args,
-            "columns": {key: _dictionary_column([node.get(key) for node in nodes]) for key in NODE_COLUMNS}}
-
-
-def _dictionary_column(values: list) -> dict:
-    distinct: dict = {}
-    column = {"values": [], "index": []}
-    for value in values:
-        # Lists and dicts (shapes, module stacks, marks) are not hashable; the type keeps True apart from 1.
-        key = json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else (type(value), value)
-        if key not in distinct:
-            distinct[key] = len(column["values"])
-            column["values"].append(value)
-        column["index"].append(distinct[key])
-    return column
-
-
-def report_graphs(report: dict) -> list[tuple[str, dict]]:
-    """Every graph of a report that has a viewer, as (graph id, graph)."""
-    graphs = [(entry["id"], entry["graph"]) for tab in ("dynamo", "aot", "inductor")  # each tab reads its section
-              for entry in graphs_of_tab(tab, report.get(tab) or {})]
-    for pair in functionalization_graphs(report.get("aot") or {}):
-        graphs += [(pair[side]["id"], pair[side]["graph"]) for side in ("before", "after") if side in pair]
-    return graphs
-
-
-def section_outline(section) -> dict | None:
-    """A stage section as its tab reads it: every graph without its nodes (the viewer fetches those from the
-    graph endpoint), so drawing a tab never parses thousands of nodes. None when the section holds no graph."""
-    if not isinstance(section, dict):
-        return None
-    outline = {}
-    for key in ("graphs", "post_grad_graphs"):
-        if isinstance(section.get(key), list):
-            outline[key] = [_without_nodes(graph) for graph in section[key]]
-    if isinstance(section.get("functionalization"), list):
-        outline["functionalization"] = [
-            {**entry, **{side: _without_nodes(entry[side]) for side in ("before", "after") if side in entry}}
-            if isinstance(entry, dict) else entry for entry in section["functionalization"]]
-    return {**section, **outline} if outline else None
-
-
-def _without_nodes(graph):
-    if not isinstance(graph, dict) or "nodes" not in graph:
-        return graph
-    outline = {key: value for key, value in graph.items() if key != "nodes"}
-    outline["num_nodes"] = graph.get("num_nodes") or len(graph["nodes"] or [])
-    return outline
 
 
 # Kernels
@@ -182,7 +58,7 @@ def graph_id_of_kernel(inductor: dict, kernel: dict) -> str | None:
     """The post-grad graph a kernel was generated from (same compile id and forward/backward kind)."""
     for i, graph in enumerate(inductor.get("post_grad_graphs") or []):
         if graph.get("compile_id") == kernel.get("compile_id") and graph.get("kind") == kernel.get("graph_kind"):
-            return graph_ids.post_grad_graph(i)
+            return graphs.post_grad_graph(i)
     return None
 
 

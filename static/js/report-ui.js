@@ -2,7 +2,7 @@
 // cross-highlighting between them. URL fragments (shareable):
 //   #L-6                  a line of the user's file: its Dynamo nodes, ATen nodes and kernels
 //   #kernel-NAME          a generated kernel: its source, its nodes (forward or backward graph) and lines
-//   #graph-ID[/NODE]      a graph (ids: contract/graph_ids.py, given here by contract.js), and a node in it
+//   #graph-ID[/NODE]      a graph (ids: contract/graphs.py, given here by contract.js), and a node in it
 import { graphTab } from "./contract.js";
 import { setUpViewers, viewers } from "./graph-view.js";
 

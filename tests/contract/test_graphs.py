@@ -1,4 +1,4 @@
-"""The graph-id grammar (contract/graph_ids.py): ids round-trip, locate their graph, and the pages' copy
+"""The graph-id grammar (contract/graphs.py): ids round-trip, locate their graph, and the pages' copy
 (static/js/contract.js, generated) reads them the same way."""
 import json
 import os
@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from contract import docs, graph_ids
-from contract.graph_ids import GraphId
+from contract import docs, graphs
+from contract.graphs import GraphId
 
 with open(os.path.join(docs.ROOT, "tests", "fixtures", "reports", "mlp_train.json")) as f:
     MLP = json.load(f)
@@ -28,7 +28,7 @@ def every_graph(report: dict):
 
 def test_every_graph_id_round_trips_and_finds_its_graph():
     seen = list(every_graph(MLP))
-    assert {text.split("-")[0] for text, _ in seen} == set(graph_ids.PREFIXES)  # the fixture has every kind
+    assert {text.split("-")[0] for text, _ in seen} == set(graphs.PREFIXES)  # the fixture has every kind
     for text, graph in seen:
         parsed = GraphId.parse(text)
         assert str(parsed) == text
@@ -36,10 +36,10 @@ def test_every_graph_id_round_trips_and_finds_its_graph():
 
 
 def test_the_builders_write_the_grammar():
-    assert [graph_ids.dynamo_graph(0), graph_ids.aot_graph(2), graph_ids.post_grad_graph(1),
-            graph_ids.functionalization_graph(3, "after")] == ["dynamo-0", "aot-2", "postgrad-1", "func-3-after"]
+    assert [graphs.dynamo_graph(0), graphs.aot_graph(2), graphs.post_grad_graph(1),
+            graphs.functionalization_graph(3, "after")] == ["dynamo-0", "aot-2", "postgrad-1", "func-3-after"]
     with pytest.raises(ValueError):
-        graph_ids.functionalization_graph(0, "during")
+        graphs.functionalization_graph(0, "during")
     with pytest.raises(ValueError):
         GraphId("aot", 1, "before")
 
