@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source
+from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
 from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config
 
 __all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
@@ -68,5 +68,6 @@ def write_report(report: dict, path: str) -> None:
 
 
 def read_report(path: str) -> dict:
+    """A report file, version-checked, upgraded and validated (contract.report.checked_report; raises ReportError)."""
     with open(path) as f:
-        return json.load(f)
+        return checked_report(json.load(f))

@@ -10,7 +10,7 @@ import pytest
 from contract import docs
 from contract.report import (SCHEMA_VERSION, InvalidReport, Report, ReportError, ReportVersionError, checked_report,
                              validate_report)
-from engine.report import empty_report, failed_report
+from engine.report import empty_report, failed_report, read_report
 
 ROOT = docs.ROOT
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "reports")
@@ -152,3 +152,11 @@ def test_the_json_schema_is_the_models():
     with open(os.path.join(ROOT, docs.SCHEMA_PATH)) as f:
         assert json.load(f) == json.loads(json.dumps(docs.json_schema()))
     assert set(docs.json_schema()["properties"]) == set(Report.model_fields)
+
+
+def test_reading_a_report_file_checks_and_upgrades_it(tmp_path):
+    assert read_report(os.path.join(FIXTURES, "seed.json"))["schema_version"] == SCHEMA_VERSION
+    newer = tmp_path / "report.json"
+    newer.write_text(json.dumps({**fixture("seed"), "schema_version": 3}))
+    with pytest.raises(ReportVersionError, match="written by a newer pt2scope"):
+        read_report(str(newer))
