@@ -38,6 +38,12 @@ def schema_text() -> str:
 
 # --- markdown --------------------------------------------------------------------------------------------------
 
+# Long name sets are written by name, pointing to the Vocabulary section.
+_NAMED_ENUMS = {tuple(CONFIGS): "config name ([Vocabulary](#vocabulary))",
+                tuple(STAGES): "stage name ([Vocabulary](#vocabulary))",
+                tuple(FAILURE_KINDS): "failure kind ([Vocabulary](#vocabulary))"}
+
+
 def _type(schema: dict) -> str:
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
@@ -47,7 +53,8 @@ def _type(schema: dict) -> str:
     if "const" in schema:
         return f"`{json.dumps(schema['const'])}`"
     if "enum" in schema:
-        return " \\| ".join(f"`{json.dumps(value)}`" for value in schema["enum"])
+        named = _NAMED_ENUMS.get(tuple(schema["enum"]))
+        return named or " \\| ".join(f"`{json.dumps(value)}`" for value in schema["enum"])
     kind = schema.get("type")
     if kind == "array":
         inner = _type(schema.get("items", {}))
@@ -121,7 +128,7 @@ def markdown(schema: dict) -> str:
 
 
 def _vocabulary() -> list[str]:
-    out = ["", "## Vocabulary (contract/vocab.py)", "", "Stages, in order: " +
+    out = ["", '<a id="vocabulary"></a>', "", "## Vocabulary (contract/vocab.py)", "", "Stages, in order: " +
            ", ".join(f"`{s}`" for s in STAGES) + ".", "",
            "Configs, the benchmark ladder cheapest first (default on CPU: " +
            ", ".join(f"`{c}`" for c in DEFAULT_CONFIGS["cpu"]) + "; on CUDA: all):", "",
