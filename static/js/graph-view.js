@@ -16,7 +16,7 @@ export const viewers = new Map();  // graph id -> GraphViewer
 let layouts = null;  // started by setUpViewers when the page has a graph, so it loads while the graph is fetched
 
 /** How much larger canvas text is drawn in presentation mode (?present=1), as the page's text is. */
-export const PRESENT_TEXT_SCALE = 1.5;
+const PRESENT_TEXT_SCALE = 1.5;
 
 function element(tag, props = {}, children = []) {
   const el = document.createElement(tag);
