@@ -146,9 +146,10 @@ export class GraphViewer {
     this.draw();
   }
 
-  /** Pans the least that brings a rectangle (graph coordinates) into view with a margin. */
+  /** Pans the least that brings a rectangle (graph coordinates) into view with a margin (room for the focus ring
+   *  and a tag below). */
   keepInView([x, y, w, h]) {
-    const margin = 24, { scale } = this.view;
+    const margin = 40, { scale } = this.view;
     const left = x * scale + this.view.x, top = y * scale + this.view.y;
     if (left < margin) this.view.x += margin - left;
     else if (left + w * scale > this.size.width - margin) this.view.x -= Math.min(left - margin, left + w * scale - this.size.width + margin);
