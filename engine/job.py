@@ -15,7 +15,6 @@ import select
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -154,7 +153,7 @@ def _child_env(job_dir: str, event_fd: int) -> dict:
     keep = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CC", "CXX")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update({
-        "PATH": os.pathsep.join([os.path.dirname(os.path.abspath(sys.executable)), "/usr/local/bin", "/usr/bin",
+        "PATH": os.pathsep.join([os.path.dirname(sandbox.CHILD_PYTHON), "/usr/local/bin", "/usr/bin",
                                  "/bin"]),
         "HOME": job_dir,
         "USER": sandbox.JOB_USER,

@@ -29,6 +29,9 @@ ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_ROOT = os.path.dirname(ENGINE_DIR)
 # The project packages a job's child imports: the engine and the torch-free types it writes the report with.
 CHILD_PACKAGES = (ENGINE_DIR, os.path.join(PROJECT_ROOT, "contract"))
+# The Python a child runs, named inside the virtual environment's real folder (the one bound into the sandbox):
+# a venv reached through a symlinked folder would otherwise name a path that does not exist in there.
+CHILD_PYTHON = os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
 # The user name a job sees (USER, LOGNAME). Inductor names its precompiled-header folder after it:
 # $TMPDIR/torchinductor_<user>/precompiled_headers, so it must be the same in every job.
 JOB_USER = "pt2scope"
@@ -68,7 +71,7 @@ def child_command(isolation: Isolation, request, job_dir: str, env: dict) -> lis
 
     ``request`` is an engine.job.JobRequest: its ``*_limit*`` fields are the limits.
     """
-    command = _prlimit(request) + [sys.executable, "-m", "engine.child", job_dir]
+    command = _prlimit(request) + [CHILD_PYTHON, "-m", "engine.child", job_dir]
     if isolation.mode == "none":
         return command
     return _bwrap(isolation, job_dir, env, request.device) + _drop_root() + command
@@ -109,7 +112,7 @@ def check(isolation: Isolation) -> str:
     with tempfile.TemporaryDirectory(prefix="pt2scope-sandbox-check-") as job_dir:
         prepare_job_dir(job_dir, isolation)
         probe = _bwrap(isolation, job_dir, {"PATH": "/usr/bin:/bin"}, "cpu") + _drop_root() + [
-            sys.executable, "-c", "import socket; print(len(socket.if_nameindex()))"]
+            CHILD_PYTHON, "-c", "import socket; print(len(socket.if_nameindex()))"]
         try:
             result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:

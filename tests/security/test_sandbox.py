@@ -110,3 +110,14 @@ def test_a_report_file_swapped_for_a_link_is_not_followed(tmp_path):
     report = run_job(JobRequest(code=code, configs=["eager"]), job_dir=str(job), isolation=Isolation())
     assert os.path.islink(job / "report.json")  # the job did plant the links
     assert report["status"] == "failed" and "WORKER SECRET" not in json.dumps(report)
+
+
+def test_the_child_python_is_named_by_a_path_that_is_bound_into_the_sandbox(tmp_path):
+    """A virtual environment reached through a symlinked folder (a worktree's .venv -> another checkout's) is bound
+    by its real path: the child must be started by that path, or bubblewrap finds no such file."""
+    from engine.sandbox import CHILD_PYTHON, _bwrap
+
+    args = _bwrap(Isolation(), str(tmp_path), {"PATH": "/usr/bin:/bin"}, "cpu")
+    bound = [args[i + 1] for i, arg in enumerate(args) if arg == "--ro-bind"]
+    assert any(CHILD_PYTHON.startswith(path.rstrip("/") + "/") for path in bound), (CHILD_PYTHON, bound)
+    assert os.path.realpath(os.path.dirname(CHILD_PYTHON)) == os.path.dirname(CHILD_PYTHON)
