@@ -13,7 +13,7 @@ import sys
 
 from contract import graphs
 from contract.report import READABLE_VERSIONS, SCHEMA_VERSION, VERSION_HISTORY, Report
-from contract.vocab import CONFIGS, DEFAULT_CONFIGS, FAILURE_KINDS, STAGES
+from contract.vocab import CONFIGS, DEFAULT_CONFIGS, FAILURE_KINDS, STAGES, TIMELINE_PHASES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA_PATH = "docs/report-schema.json"
@@ -41,7 +41,8 @@ def schema_text() -> str:
 # Long name sets are written by name, pointing to the Vocabulary section.
 _NAMED_ENUMS = {tuple(CONFIGS): "config name ([Vocabulary](#vocabulary))",
                 tuple(STAGES): "stage name ([Vocabulary](#vocabulary))",
-                tuple(FAILURE_KINDS): "failure kind ([Vocabulary](#vocabulary))"}
+                tuple(FAILURE_KINDS): "failure kind ([Vocabulary](#vocabulary))",
+                tuple(TIMELINE_PHASES): "timeline phase ([Vocabulary](#vocabulary))"}
 
 
 def _type(schema: dict) -> str:
@@ -137,6 +138,8 @@ def _vocabulary() -> list[str]:
             for c in CONFIGS.values()]
     out += ["", "Failure kinds (`failure.kind`):", "", "| kind | meaning |", "| --- | --- |"]
     out += [f"| `{kind}` | {_cell(meaning)} |" for kind, meaning in FAILURE_KINDS.items()]
+    out += ["", "Timeline phases (`timeline.phases[].phase`):", "", "| phase | what |", "| --- | --- |"]
+    out += [f"| `{phase}` | {_cell(meaning)} |" for phase, meaning in TIMELINE_PHASES.items()]
     out += ["", "## Graph ids (contract/graphs.py)", "", graphs.__doc__.strip(), "",
             "## Versions", "", f"This pt2scope reads versions {', '.join(map(str, READABLE_VERSIONS))} and upgrades "
             "older ones on read (`contract.report.upgrade`); any other version is refused with a message naming it.",

@@ -13,7 +13,8 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from contract.vocab import CONFIGS, DEVICES, FAILURE_KINDS, GRAPH_KINDS, ISOLATION_MODES, STAGES
+from contract.vocab import (CONFIGS, DEVICES, FAILURE_KINDS, GRAPH_KINDS, ISOLATION_MODES, STAGES, TIMELINE_PHASES,
+                            TIMELINE_SIDES)
 
 # v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
 # rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded
@@ -638,6 +639,35 @@ class Isolation(Model):
     enforced_by: IsolationEnforcement = Field(default_factory=IsolationEnforcement)
 
 
+class TimelinePhase(Model):
+    """One measured phase of the job ([Vocabulary](#vocabulary) lists the phases)."""
+
+    phase: Literal[tuple(TIMELINE_PHASES)]
+    side: Literal[TIMELINE_SIDES]
+    """who measured it: web, worker, parent (engine/job.py) or child (engine/child.py)"""
+    start_s: float
+    """seconds since the timeline's origin"""
+    end_s: float
+    depth: int = 0
+    """0: a top-level phase (these follow each other and cover the job); 1: a part of the phase around it"""
+    config: ConfigName | None = None
+    """benchmark: the config"""
+
+
+class Timeline(Model):
+    """Where the job's wall time went: every second from the origin to the stored report is in one top-level phase,
+    a gap nobody measured is an `untracked` phase. Summed per phase by `contract.timeline.phase_seconds`."""
+
+    origin: Literal["request", "job_start"] | None = None
+    """request: the run row's creation (the request leaving the web app); job_start: the engine's start (CLI)"""
+    origin_unix_s: float | None = None
+    wall_s: float | None = None
+    """from the origin to the end of the last phase (the report stored, through the service)"""
+    untracked_s: float | None = None
+    """the seconds in `untracked` gaps"""
+    phases: list[TimelinePhase] = []
+
+
 class Unavailable(Model):
     """A capture this torch could not make (e.g. `dynamo.decompiled_bytecode` without depyf)."""
 
@@ -686,6 +716,8 @@ class Report(Model):
     user_output: UserOutput = Field(default_factory=UserOutput)
     isolation: Isolation = Field(default_factory=Isolation)
     """written by the parent, never the child"""
+    timeline: Timeline = Field(default_factory=Timeline)
+    """every second of the job, by phase and side"""
     unavailable: list[Unavailable] = []
     """captures this torch could not make"""
     errors: list[ErrorEntry] = []

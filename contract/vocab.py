@@ -69,3 +69,31 @@ GRAPH_KINDS = ("joint", "forward", "backward", "inference", "aten", "functional"
 
 # How a job's child is isolated (docs/security.md): engine/sandbox.py implements them; settings validate the choice.
 ISOLATION_MODES = ("bubblewrap", "none")
+
+# timeline.phases[].phase: where a job's wall time goes, from the request leaving the web app to the stored report.
+# Top-level phases (depth 0) follow each other; "untracked" is a gap no side measured, named so that it shows.
+TIMELINE_PHASES = {
+    "queue_wait": "web: the run row is created and the job queued; the broker hands it to a free worker",
+    "claim": "worker: the run is marked running",
+    "prepare": "parent: the job folder, the user's file and the request are written",
+    "sandbox_start": "parent: bubblewrap and the limits are set up, the child's Python starts and imports the "
+                     "engine package",
+    "import_engine": "child: pt2scope's engine and report types are imported",
+    "import_torch": "child: `import torch`",
+    "device_init": "child: the device is initialised and described",
+    "load_user_code": "child: the user's file is run and `model`, `example_inputs` read",
+    "eager": "child: one plain eager step, the reference of every error and speedup",
+    "install_hooks": "child: every stage's capture hooks are installed (torch._dynamo and Inductor imported)",
+    "compile": "child: the recorded compile (Dynamo, AOTAutograd, Inductor with every stage's hooks on), first call",
+    "compile_workers_start": "child: Inductor's compile worker processes start (part of a compile)",
+    "collect": "child: the stages' captures are turned into the report",
+    "benchmark": "child: one config of the ladder, its own compile (first call) and timed steps",
+    "profile": "child: the recorded config's kernels under the profiler",
+    "write_report": "child: report.json is written",
+    "process_exit": "parent: the child exits after its report (interpreter shutdown, sandbox teardown)",
+    "read_report": "parent: the child's report is read back and validated",
+    "cleanup": "worker: the job folder is removed",
+    "store": "worker: the report is validated and stored",
+    "untracked": "a gap between two measured phases",
+}
+TIMELINE_SIDES = ("web", "worker", "parent", "child")

@@ -6,14 +6,18 @@ JOB_DIR/report.json.partial after each stage (so a crash keeps what was done) an
 """
 from __future__ import annotations
 
+import time
+
+STARTED_UNIX = time.time()  # before anything else is imported: the child's first instant on the timeline
+
 import gc
 import json
 import os
 import platform
 import sys
-import time
 import traceback
 
+from contract.timeline import Recorder, merged
 from engine.report import capture_config, empty_report, failed_report, write_report
 
 
@@ -27,6 +31,8 @@ class Job:
         fd = os.environ.get("PT2SCOPE_EVENT_FD")
         self.events = os.fdopen(int(fd), "w", buffering=1) if fd else None
         self.stage = "load"
+        self.timeline = Recorder("child")
+        self.timeline.add("import_engine", STARTED_UNIX, time.time())
 
     def emit(self, event: dict) -> None:
         event.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))
@@ -45,27 +51,38 @@ class Job:
         seconds = round(time.monotonic() - t0 if seconds is None else seconds, 4)
         self.report["stages"].append({"name": stage, "seconds": seconds, **extra})
         self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
-        write_report(self.report, os.path.join(self.job_dir, "report.json.partial"))
+        self._write("report.json.partial")
 
     def save(self) -> None:
-        write_report(self.report, os.path.join(self.job_dir, "report.json"))
+        """Write the report, then tell the parent when the writing ended (the report cannot hold its own end)."""
+        start = time.time()
+        self._write("report.json")
+        self.emit({"event": "phase", "phase": "write_report", "start_unix_s": start, "end_unix_s": time.time()})
+
+    def _write(self, name: str) -> None:
+        self.report["timeline"] = merged(None, STARTED_UNIX, "job_start", self.timeline)
+        write_report(self.report, os.path.join(self.job_dir, name))
 
 
 def run(job: Job) -> None:
     # torch is imported here, in the child only, and its import time is part of the load stage.
     t0 = job.begin("load")
-    import torch
+    span = job.timeline.span
+    with span("import_torch"):
+        import torch
 
-    from engine import usercode
-    from engine.logtap import LogTap
-    from engine.stages import runtime
-    from engine.stages.aot import AotCollector
-    from engine.stages.base import Context
-    from engine.stages.dynamo import DynamoCollector
-    from engine.stages.inductor import InductorCollector
+    with span("import_engine"):
+        from engine import usercode
+        from engine.logtap import LogTap
+        from engine.stages import runtime
+        from engine.stages.aot import AotCollector
+        from engine.stages.base import Context
+        from engine.stages.dynamo import DynamoCollector
+        from engine.stages.inductor import InductorCollector
 
     req = job.request
     device, filename = req["device"], req["filename"]
+    device_init = time.time()
     job.report["environment"] = environment(torch, device)
     job.report["caches"] = {"state": "cold", "inductor_cache_dir_was_empty": _empty(
         os.environ.get("TORCHINDUCTOR_CACHE_DIR")), "fx_graph_cache_during_capture": False,
@@ -74,9 +91,11 @@ def run(job: Job) -> None:
                 "IR, fusion and post-grad graphs are always produced; benchmark compiles may reuse its kernels"}
     if device == "cuda" and not torch.cuda.is_available():
         raise usercode.UserCodeError("no_device", "this worker has no CUDA device: choose device cpu")
-    with open(os.path.join(job.job_dir, filename)) as f:
-        source = f.read()
-    program = usercode.load(source, filename, device, req.get("train"))
+    job.timeline.add("device_init", device_init, time.time())
+    with span("load_user_code"):
+        with open(os.path.join(job.job_dir, filename)) as f:
+            source = f.read()
+        program = usercode.load(source, filename, device, req.get("train"))
     job.report["request"]["train_effective"] = program.train
     job.end("load", t0)
 
@@ -86,13 +105,15 @@ def run(job: Job) -> None:
 
     # Plain eager: the reference for every error and the baseline of every speedup.
     t0 = job.begin("eager")
-    try:
-        ref_ms, ref_out, ref_grads = workload.result(program.model)
-    except Exception as exc:
-        raise _user_failure(exc, filename, "running the model in eager mode (before any compile)") from None
+    with span("eager"):
+        try:
+            ref_ms, ref_out, ref_grads = workload.result(program.model)
+        except Exception as exc:
+            raise _user_failure(exc, filename, "running the model in eager mode (before any compile)") from None
     job.end("eager", t0)
 
     # The recorded compile: every stage's hooks on, caches cold.
+    hooks_start = time.time()
     target = capture_config(req["configs"])
     dynamo, aot = DynamoCollector(ctx), AotCollector(ctx)
     inductor = InductorCollector(ctx, aot)
@@ -125,13 +146,18 @@ def run(job: Job) -> None:
     torch._dynamo.reset()
     ctx.recording = True
     compiled = torch.compile(program.model, backend=capture_backend)
+    job.timeline.add("install_hooks", hooks_start, time.time())
     t0 = job.begin("dynamo", config=target.name)
+    with ctx.guard("timeline.compile_workers"):
+        _record_compile_workers(job.timeline, torch)
     try:
-        capture_ms, capture_out, capture_grads = workload.result(compiled)
+        with span("compile", config=target.name):
+            capture_ms, capture_out, capture_grads = workload.result(compiled)
     except Exception as exc:
         raise _compile_failure(exc, filename, job.stage if job.stage != "eager" else "dynamo", torch) from None
     finally:
         ctx.recording = False
+    collect_start = time.time()
     # The three stages ran interleaved inside one call: their durations come from torch's own compile metrics.
     runtime.RuntimeCollector(ctx).collect(job.report)
     seconds = job.report["runtime"]["compile_seconds"]
@@ -154,6 +180,7 @@ def run(job: Job) -> None:
     tap.uninstall_trace()
     gc.collect()
     gc.freeze()
+    job.timeline.add("collect", collect_start, time.time())
 
     # The ladder: plain eager, then the recorded compile (timed and profiled before any reset, which would make
     # it recompile), then every other config compiled on its own after a reset.
@@ -167,16 +194,18 @@ def run(job: Job) -> None:
         if name not in req["configs"]:
             continue
         t0 = job.begin("benchmark", config=name)
+        benchmark_start = time.time()
         recorded = (compiled, capture_ms, capture_out, capture_grads) if name == target.name else (None,) * 4
         entry = runtime.benchmark_config(name, workload, recorded, (ref_out, ref_grads, ref_ms), ctx)
         eager_ms = entries["eager"].get("median_ms") if entries else entry.get("median_ms")
         if eager_ms and entry.get("median_ms"):
             entry["speedup_vs_eager"] = round(eager_ms / entry["median_ms"], 4)
         entries[name] = entry
+        job.timeline.add("benchmark", benchmark_start, time.time(), config=name)
         job.end("benchmark", t0, config=name, median_ms=entry.get("median_ms"), status=entry["status"])
         if name == target.name and target.backend == "inductor":
             t0 = job.begin("profile")
-            with ctx.guard("runtime.kernel_profile"):
+            with ctx.guard("runtime.kernel_profile"), span("profile"):
                 names = {k["name"] for k in job.report["inductor"]["kernels"]}
                 rt["kernel_profile"] = runtime.kernel_profile(workload, compiled, names, device)
             job.end("profile", t0)
@@ -187,6 +216,32 @@ def run(job: Job) -> None:
     job.report["unavailable"] = ctx.unavailable
     job.report["errors"] += ctx.errors
     job.report["status"] = "ok"
+
+
+def _record_compile_workers(timeline: Recorder, torch) -> None:
+    """Put the start-up of Inductor's compile worker pool on the timeline: from the pool's creation to its first
+    answer (a compile that needs the pool waits for it)."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    create_pool, use_pool = AsyncCompile.process_pool, AsyncCompile.use_process_pool.__func__
+    created = []
+
+    def process_pool():
+        if not created:
+            created.append(time.time())
+        return create_pool()
+
+    def use_process_pool(cls):
+        ready = use_pool(cls)
+        future = cls._ready_future
+        if created and future is not None and len(created) == 1:
+            created.append(future)
+            future.add_done_callback(lambda _: timeline.add("compile_workers_start", created[0], time.time(),
+                                                            depth=1))
+        return ready
+
+    AsyncCompile.process_pool = staticmethod(process_pool)
+    AsyncCompile.use_process_pool = classmethod(use_process_pool)
 
 
 def _user_failure(exc, filename, doing):

@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from contract.report import ReportError, checked_report
+from contract.timeline import Recorder, merged
 from engine import sandbox
 from engine.report import STAGES, failed_report, parse_configs
 
@@ -66,7 +67,9 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
     ``on_event(event: dict)`` is called in this thread for every progress event as it arrives, e.g.
     ``{"event": "stage", "stage": "dynamo", "state": "finished", "elapsed_s": 1.2, "seconds": 0.4}``.
     ``isolation`` defaults to the environment's (PT2SCOPE_ISOLATION, default bubblewrap).
+    The report's ``timeline`` starts at this call (origin ``job_start``); a worker re-bases it on the request.
     """
+    started_unix, timeline = time.time(), Recorder("parent")
     request.validated()
     isolation = isolation or sandbox.Isolation.from_env()
     job_dir = os.path.abspath(job_dir or tempfile.mkdtemp(prefix="pt2scope-job-"))
@@ -82,6 +85,18 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
     out, err = (open(os.path.join(job_dir, f"{name}.txt"), "w+b") for name in ("stdout", "stderr"))
     env = _child_env(job_dir, write_fd)
     started = time.monotonic()
+    spawned_unix = time.time()
+    timeline.add("prepare", started_unix, spawned_unix)
+    child_wrote = {}  # the child's write_report phase, which its report cannot hold
+
+    def forward(event: dict) -> None:
+        if event.get("event") == "phase":
+            if event.get("phase") == "write_report" and _is_number(event.get("start_unix_s")) \
+                    and _is_number(event.get("end_unix_s")):
+                child_wrote.update(start=event["start_unix_s"], end=event["end_unix_s"])
+            return
+        if on_event:
+            on_event(event)
     try:
         proc = subprocess.Popen(
             sandbox.child_command(isolation, request, job_dir, env), cwd=job_dir, env=env,
@@ -96,10 +111,11 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
     finally:
         os.close(write_fd)
 
-    last_stage, killed_for = _pump_events(proc, read_fd, request, job_dir, started, on_event)
+    last_stage, killed_for = _pump_events(proc, read_fd, request, job_dir, started, forward)
     os.close(read_fd)
     returncode = proc.wait()
     _kill_group(proc.pid)  # stray grandchildren (compile workers) must not outlive the job
+    exited_unix = time.time()
 
     request_dict = asdict(request)
     report_path = os.path.join(job_dir, "report.json")
@@ -127,7 +143,34 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
     err.close()
     report["isolation"] = sandbox.describe(isolation, request)
     report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
+    report["timeline"] = _job_timeline(report.get("timeline"), timeline, started_unix, spawned_unix, child_wrote,
+                                       exited_unix)
     return report
+
+
+def _job_timeline(child: dict | None, timeline: Recorder, started_unix: float, spawned_unix: float,
+                  child_wrote: dict, exited_unix: float) -> dict:
+    """The child's timeline (untrusted, but validated numbers) inside the parent's: the sandbox's start up to the
+    child's first instant, its report writing, its exit up to the parent's wait returning, the read-back."""
+    child_phases = (child or {}).get("phases") or []
+    child_origin = (child or {}).get("origin_unix_s")
+    child_started = child_origin if child_phases and _is_number(child_origin) else exited_unix
+    timeline.add("sandbox_start", spawned_unix, max(spawned_unix, child_started))
+    child_ended = child_started + max((p["end_s"] for p in child_phases), default=0.0)
+    if child_wrote:
+        child_recorder = Recorder("child")
+        child_recorder.add("write_report", child_wrote["start"], child_wrote["end"])
+        child_ended = max(child_ended, child_wrote["end"])
+    else:
+        child_recorder = None
+    timeline.add("process_exit", min(child_ended, exited_unix), exited_unix)
+    timeline.add("read_report", exited_unix, time.time())
+    recorders = [timeline] + ([child_recorder] if child_recorder else [])
+    return merged(child if child_phases else None, started_unix, "job_start", *recorders)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # Our own code, never a user's: compiled once by warm_up_shared_pch so Inductor builds its precompiled header.

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from contract import graphs
-from contract.report import SCHEMA_VERSION, ReportError, check_version, checked_report
+from contract.report import SCHEMA_VERSION, Report, ReportError, check_version, checked_report
 from contract.vocab import STAGES
 from storage.config import Settings
 from storage.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
@@ -114,6 +114,16 @@ def store_report(session: Session, run_id: int, report: dict) -> None:
         _set_error(run, failure)
     run.finished_at = utcnow()
     session.commit()
+
+
+def replace_section(session: Session, run_id: int, name: str, value) -> None:
+    """Rewrite one section of a stored report (validated as that section of the contract); nothing when the run
+    has no such section (its report was not stored)."""
+    value = Report.model_fields[name].annotation.model_validate(value).model_dump()
+    section = session.get(ReportSection, (run_id, name))
+    if section is not None:
+        section.body = _json_text(value)
+        session.commit()
 
 
 def _delete_report(session: Session, run_id: int) -> None:

@@ -6,10 +6,13 @@ import os
 import shutil
 import sys
 import threading
+import time
 import traceback
+from datetime import timezone
 
 from celery import signals
 
+from contract.timeline import Recorder, merged
 from engine import sandbox
 from engine.job import JobRequest, run_job, warm_up_shared_pch
 from storage import runstore
@@ -24,6 +27,7 @@ log = logging.getLogger(__name__)
 
 @celery.task(name=RUN_TASK, bind=True)
 def run_compile(self, run_id: int) -> None:
+    picked_up, timeline = time.time(), Recorder("worker")
     settings = self.app.conf.pt2scope_settings
     sessions = session_factory(settings.database_url)
     with sessions() as session:
@@ -31,6 +35,9 @@ def run_compile(self, run_id: int) -> None:
     if run is None:
         log.info("run %s is not queued any more (redelivered or reaped): skipped", run_id)
         return
+    requested = run.created_at.replace(tzinfo=timezone.utc).timestamp()  # the web app's submit time
+    timeline.add("queue_wait", requested, picked_up)
+    timeline.add("claim", picked_up, time.time())
     job_dir = os.path.join(settings.jobs_path, run.slug)
     request = JobRequest(code=run.code, filename=run.filename, device=run.device, train=run.train,
                          configs=run.configs, **settings.job_limits())
@@ -44,8 +51,15 @@ def run_compile(self, run_id: int) -> None:
                               "pt2scope failed to run the job:\n" + traceback.format_exc(limit=5))
             return
         finally:
-            shutil.rmtree(job_dir, ignore_errors=True)  # the kernel cache and build files are not kept
+            with timeline.span("cleanup"):
+                shutil.rmtree(job_dir, ignore_errors=True)  # the kernel cache and build files are not kept
+        stored = time.time()
+        report["timeline"] = merged(report.get("timeline"), requested, "request", timeline)
         runstore.store_report(session, run_id, report)
+        # The store's own seconds are known only once it is done: the timeline section is written again with them.
+        store = Recorder("worker")
+        store.add("store", stored, time.time())
+        runstore.replace_section(session, run_id, "timeline", merged(report["timeline"], requested, "request", store))
 
 
 def isolation_of(settings) -> sandbox.Isolation:

@@ -2,9 +2,12 @@
 import os
 import signal
 import subprocess
+from datetime import datetime
 
+import pytest
 from sqlalchemy import create_engine, text
 
+from contract.timeline import phase_seconds
 from tests.support import FAST_CONFIGS, SEED, Worker, make_settings, wait_for_run, wait_until
 from webapp import create_app
 from workers.maintenance import purge_consumed_messages
@@ -94,3 +97,31 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report(sqlite_site):
+    """Every second between the run row's creation and the stored report is in a named phase (5% untracked at
+    most), the phases follow each other without overlap, and the timeline's wall time is the run's own."""
+    client, worker = sqlite_site
+    run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
+    status = wait_for_run(client, run_id, worker=worker)
+    assert status["status"] == "succeeded", status
+    timeline = client.get(f"/api/runs/{run_id}/report").get_json()["timeline"]
+    assert timeline["origin"] == "request"
+    top = [p for p in timeline["phases"] if p["depth"] == 0]
+    names = [p["phase"] for p in top]
+    for phase in ("queue_wait", "claim", "prepare", "sandbox_start", "import_torch", "load_user_code", "eager",
+                  "compile", "benchmark", "write_report", "process_exit", "read_report", "cleanup", "store"):
+        assert phase in names, (phase, names)
+    assert names[0] == "queue_wait" and names[-1] == "store"
+    assert top[0]["start_s"] == 0
+    for before, after in zip(top, top[1:]):
+        assert abs(after["start_s"] - before["end_s"]) < 0.005, (before, after)
+    assert timeline["wall_s"] == top[-1]["end_s"]
+    assert timeline["untracked_s"] <= 0.05 * timeline["wall_s"], timeline
+    # The run row's own times, kept by the database: created (the request) to finished (just before the store
+    # commit ends).
+    created, finished = (datetime.fromisoformat(status[k].rstrip("Z")) for k in ("created_at", "finished_at"))
+    row_wall = (finished - created).total_seconds()
+    assert abs(timeline["wall_s"] - row_wall) <= 0.05 * row_wall, (timeline["wall_s"], row_wall)
+    assert sum(phase_seconds(timeline).values()) == pytest.approx(timeline["wall_s"], rel=0.01)
