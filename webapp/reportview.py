@@ -190,6 +190,43 @@ def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:
                        "margin": {"l": 300}, "bargap": 0.15}}
 
 
+SIDE_COLORS = {"web": "#68717d", "worker": "#2c8c99", "parent": "#3f6ea5", "child": "#b8460b"}
+
+
+def job_timeline_chart(timeline: dict) -> dict | None:
+    """The job's wall time as a Gantt chart: one row per phase in time order (parts of a phase indented below
+    it), coloured by the side that measured it; untracked gaps in light grey."""
+    phases = [p for p in timeline.get("phases") or [] if isinstance(p.get("start_s"), (int, float))]
+    if not phases:
+        return None
+    traces = []
+    for side, color in SIDE_COLORS.items():
+        mine = [(i, p) for i, p in enumerate(phases) if p.get("side") == side]
+        if not mine:
+            continue
+        colors = ["#d5d9de" if p["phase"] == "untracked" else color for _, p in mine]
+        traces.append({"type": "bar", "orientation": "h", "name": side,
+                       "y": [_phase_label(i, p) for i, p in mine],
+                       "x": [max(p["end_s"] - p["start_s"], 0.001) for _, p in mine],
+                       "base": [p["start_s"] for _, p in mine], "marker": {"color": colors},
+                       "customdata": [[p["phase"], p["end_s"] - p["start_s"], p["start_s"]] for _, p in mine],
+                       "hovertemplate": "%{customdata[0]}: %{customdata[1]:.3f} s from %{customdata[2]:.3f} s"
+                                        "<extra>" + side + "</extra>"})
+    order = [_phase_label(i, p) for i, p in enumerate(phases)]
+    return {"data": traces,
+            "layout": {"height": max(260, 18 * len(phases) + 90), "barmode": "overlay",
+                       "xaxis": {"title": {"text": "seconds since " + ("the request" if timeline.get("origin") ==
+                                                                         "request" else "the job started")}},
+                       "yaxis": {"autorange": "reversed", "categoryorder": "array", "categoryarray": order,
+                                 "tickfont": {"size": 10}},
+                       "margin": {"l": 220}, "bargap": 0.2}}
+
+
+def _phase_label(index: int, phase: dict) -> str:
+    config = f" ({phase['config']})" if phase.get("config") else ""
+    return f"{'· ' * (phase.get('depth') or 0)}{phase['phase']}{config} #{index}"
+
+
 def kernel_time_chart(kernel_profile: list[dict], limit: int = 20) -> dict | None:
     rows = sorted((r for r in kernel_profile if isinstance(r.get("total_ms"), (int, float))),
                   key=lambda r: -r["total_ms"])[:limit]

@@ -153,3 +153,20 @@ def test_a_failed_run_shows_the_error_at_the_users_line(client, db):
     html = client.get(f"/r/{slug}").get_data(as_text=True)
     assert 'id="error-line"' in html and 'href="/r/' + slug + '#L-3"' in html and "def f(x)" in html
     assert client.get(f"/api/runs/{slug}").get_json()["error"]["line"] == 3
+
+
+def test_the_runtime_tab_draws_the_jobs_timeline_and_says_when_a_report_has_none(client, db):
+    with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "seed.json")) as f:
+        report = json.load(f)
+    without = client.get(f"/r/{_store(client, db, dict(report)).slug}/runtime").get_data(as_text=True)
+    assert 'id="runtime-timeline"' in without and "has no timeline" in without
+    report["timeline"] = {"origin": "request", "origin_unix_s": 100.0, "wall_s": 4.0, "untracked_s": 1.0, "phases": [
+        {"phase": "queue_wait", "side": "worker", "start_s": 0.0, "end_s": 1.0, "depth": 0, "config": None},
+        {"phase": "untracked", "side": "parent", "start_s": 1.0, "end_s": 2.0, "depth": 0, "config": None},
+        {"phase": "import_torch", "side": "child", "start_s": 2.0, "end_s": 4.0, "depth": 0, "config": None}]}
+    html = client.get(f"/r/{_store(client, db, report).slug}/runtime").get_data(as_text=True)
+    assert "<strong>4.00 s</strong> from\n    the request" in html and "(25.0%)" in html
+    figure = json.loads(re.search(r'aria-label="Job timeline by phase" data-chart=\'([^\']+)\'', html).group(1)
+                        .replace("&#34;", '"').replace("&#39;", "'").replace("&amp;", "&"))
+    bars = {trace["name"]: dict(zip(trace["y"], zip(trace["base"], trace["x"]))) for trace in figure["data"]}
+    assert bars["child"] == {"import_torch #2": (2.0, 2.0)} and bars["worker"] == {"queue_wait #0": (0.0, 1.0)}

@@ -125,3 +125,6 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     row_wall = (finished - created).total_seconds()
     assert abs(timeline["wall_s"] - row_wall) <= 0.05 * row_wall, (timeline["wall_s"], row_wall)
     assert sum(phase_seconds(timeline).values()) == pytest.approx(timeline["wall_s"], rel=0.01)
+    html = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
+    assert 'id="runtime-timeline"' in html and 'aria-label="Job timeline by phase"' in html
+    assert "import_torch" in html and "queue_wait" in html  # the chart's rows (its figure, as JSON)

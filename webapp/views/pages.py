@@ -18,9 +18,10 @@ bp = Blueprint("pages", __name__)
 # which the run row already holds), so a tab never loads another tab's artifacts.
 STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
 TABS = {"overview": "Overview", **STAGE_TABS}
-NOT_IN_OVERVIEW = [*STAGE_TABS, "source"]
-# Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile.
-EXTRA_SECTIONS = {"inductor": ["runtime"]}
+NOT_IN_OVERVIEW = [*STAGE_TABS, "source", "timeline"]
+# Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile, the
+# Runtime tab draws the job's timeline.
+EXTRA_SECTIONS = {"inductor": ["runtime"], "runtime": ["timeline"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
 DRAWN_FIELDS = {
     "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode"},
