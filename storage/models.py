@@ -38,6 +38,9 @@ class Run(Base):
     device: Mapped[str] = mapped_column(String(8))
     train: Mapped[bool | None]
     configs: Mapped[list[str]] = mapped_column(JSON)
+    # The request and the software that will measure it, hashed (runstore.fingerprint): an identical submission is
+    # answered with this run. Null when no single software version was online to measure it.
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
 
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     # Who submitted it, as a keyed hash of the address (webapp.security.client_id): for rate limits only.
@@ -63,7 +66,8 @@ class Run(Base):
         back_populates="run", order_by="RunEvent.id", cascade="all, delete-orphan", passive_deletes=True)
 
     __table_args__ = (Index("ix_runs_status_queue", "status", "queue"),
-                      Index("ix_runs_client_created_at", "client", "created_at"))
+                      Index("ix_runs_client_created_at", "client", "created_at"),
+                      Index("ix_runs_fingerprint", "fingerprint"))
 
 
 class RunEvent(Base):

@@ -5,6 +5,7 @@ touches the tables directly.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -33,15 +34,53 @@ class Submission:
     device: str
     train: bool | None
     configs: list[str]
+    fresh: bool = False  # measure again even when an identical run exists
 
 
-def create_run(session: Session, submission: Submission, client: str | None = None) -> Run:
+def create_run(session: Session, submission: Submission, client: str | None = None,
+               fingerprint: str | None = None) -> Run:
     run = Run(code=submission.code, filename=submission.filename, device=submission.device,
               train=submission.train, configs=submission.configs, queue=QUEUE_FOR_DEVICE[submission.device],
-              client=client)
+              client=client, fingerprint=fingerprint)
     session.add(run)
     session.commit()
     return run
+
+
+# The software whose versions decide what a job measures: torch, Triton, Python on the worker, and this report
+# contract. A worker's heartbeat carries them (workers.device.describe), so the web tier needs no torch to know.
+VERSION_KEYS = ("torch", "triton", "python")
+
+
+def queue_software(session: Session, settings: Settings, queue: str) -> dict | None:
+    """The software versions the online workers of ``queue`` run, when they all run the same; None when none is
+    online or they differ (a submission could then be measured by either, so no earlier run stands for it)."""
+    seen = {tuple((w.device or {}).get(key) for key in VERSION_KEYS)
+            for w in online_workers(session, settings) if queue in w.queues}
+    if len(seen) != 1:
+        return None
+    versions = dict(zip(VERSION_KEYS, seen.pop()))
+    return {**versions, "report_schema": SCHEMA_VERSION} if versions["torch"] else None
+
+
+def fingerprint(submission: Submission, software: dict | None) -> str | None:
+    """What makes two submissions measure the same thing: code (inputs included: they are built by it), file
+    name, device, train flag, configs and the software versions; None without known versions."""
+    if software is None:
+        return None
+    key = {"code": submission.code, "filename": submission.filename, "device": submission.device,
+           "train": submission.train, "configs": submission.configs, "software": software}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def identical_run(session: Session, fingerprint: str | None) -> Run | None:
+    """The newest run with this fingerprint that succeeded or is still going (a classroom pressing Run at once
+    shares the first one); None if there is none. A failed run is never reused: it may have been the machine."""
+    if fingerprint is None:
+        return None
+    return session.scalar(select(Run).where(Run.fingerprint == fingerprint,
+                                            Run.status.in_((QUEUED, RUNNING, SUCCEEDED)))
+                          .order_by(Run.id.desc()).limit(1))
 
 
 def recent_submissions(session: Session, client: str, since: datetime) -> list[datetime]:

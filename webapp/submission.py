@@ -13,7 +13,8 @@ TRAIN_CHOICES = {"auto": None, "inference": False, "training": True}  # form val
 
 
 def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tuple[Submission | None, dict]:
-    """``data``: code, filename, device, train (bool/None or a TRAIN_CHOICES key), configs (list of names)."""
+    """``data``: code, filename, device, train (bool/None or a TRAIN_CHOICES key), configs (list of names), fresh
+    (measure again rather than answer from an identical run)."""
     errors = {}
     code = data.get("code")
     if not isinstance(code, str) or not code.strip():
@@ -50,9 +51,12 @@ def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tup
             configs = parse_configs(configs, device)
         except ConfigError as exc:
             errors["configs"] = str(exc)
+    fresh = data.get("fresh", False)
+    if not isinstance(fresh, bool):
+        errors["fresh"] = "fresh must be true or false."
     if errors:
         return None, errors
-    return Submission(code=code, filename=filename, device=device, train=train, configs=configs), {}
+    return Submission(code=code, filename=filename, device=device, train=train, configs=configs, fresh=fresh), {}
 
 
 def config_choices() -> list[dict]:

@@ -26,21 +26,36 @@ def create_run():
     limited = security.rate_limited()
     if limited:
         return jsonify(errors={"rate_limit": limited[0]}), 429, {"Retry-After": str(limited[1])}
-    run = submit(submission)
+    run, reused = submit(submission)
     return jsonify(id=run.slug, url=url_for("pages.report", slug=run.slug, _external=True),
                    status_url=url_for("api.get_run", slug=run.slug, _external=True),
-                   report_url=url_for("api.get_report", slug=run.slug, _external=True)), 202
+                   report_url=url_for("api.get_report", slug=run.slug, _external=True),
+                   reused=reused, measured=measured_by(run) if reused else None), 200 if reused else 202
 
 
-def submit(submission: runstore.Submission) -> Run:
-    """Store and enqueue a validated run (the form posts here too)."""
+def submit(submission: runstore.Submission) -> tuple[Run, bool]:
+    """Store and enqueue a validated run (the form posts here too); (run, True) when an identical run (same
+    request, same software on the queue's workers) answers it instead, unless the submission asks for a fresh
+    one."""
     session = context.session()
-    run = runstore.create_run(session, submission, client=security.client_id())
+    fingerprint = runstore.fingerprint(submission, runstore.queue_software(
+        session, context.settings(), runstore.QUEUE_FOR_DEVICE[submission.device]))
+    if not submission.fresh:
+        identical = runstore.identical_run(session, fingerprint)
+        if identical is not None:
+            return identical, True
+    run = runstore.create_run(session, submission, client=security.client_id(), fingerprint=fingerprint)
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever
         runstore.fail_run(session, run, "load", "queue_unavailable", f"the job queue is unavailable: {exc}")
-    return run
+    return run, False
+
+
+def measured_by(run: Run) -> dict:
+    """When and where a run was (or is being) measured."""
+    return {"at": runstore.iso(run.finished_at), "worker": run.worker_name,
+            "device_name": (run.environment or {}).get("device_name"), "status": run.status}
 
 
 @bp.get("/runs")
@@ -80,6 +95,7 @@ def status_of(run: Run) -> dict:
         "messages": runstore.messages(run),
         "error": runstore.error_of(run),
         "engine_seconds": run.engine_seconds,
+        "worker": run.worker_name,
         "summary": run.summary,
         "report_url": url_for("api.get_report", slug=run.slug, _external=True)
         if run.status in FINISHED_STATUSES else None,

@@ -10,7 +10,7 @@ from webapp.examples import list_examples, read_example
 from storage.models import FINISHED_STATUSES, RUNNING, Run
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
-from webapp.views.api import submit
+from webapp.views.api import measured_by, submit
 
 bp = Blueprint("pages", __name__)
 
@@ -50,7 +50,7 @@ def create_run():
     settings = context.settings()
     form = {"code": request.form.get("code", ""), "filename": request.form.get("filename") or "model.py",
             "device": request.form.get("device", "cpu"), "train": request.form.get("train", "auto"),
-            "configs": request.form.getlist("configs")}
+            "configs": request.form.getlist("configs"), "fresh": request.form.get("fresh") == "1"}
     errors = {}
     upload = request.files.get("upload")
     if upload and upload.filename:
@@ -73,8 +73,8 @@ def create_run():
     limited = security.rate_limited()
     if limited:
         return _form_page(form, {"code": limited[0]}), 429, {"Retry-After": str(limited[1])}
-    run = submit(submission)
-    return redirect(url_for("pages.report", slug=run.slug), code=303)
+    run, reused = submit(submission)
+    return redirect(url_for("pages.report", slug=run.slug, **({"reused": 1} if reused else {})), code=303)
 
 
 def _form_page(form: dict, errors: dict):
@@ -118,7 +118,8 @@ def report(slug: str, tab: str):
         messages=runstore.messages(run), sections=sections, stage=stage_sections, other_fields=other_fields,
         has_report=finished and runstore.has_report(session, run), renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"), title_of=title_of, view=reportview, listing=listing,
-        present="present" in request.args, device_name=(run.environment or {}).get("device_name"),
+        present="present" in request.args, reused="reused" in request.args, measured=measured_by(run),
+        train_choice={value: key for key, value in TRAIN_CHOICES.items()}[run.train], device_name=(run.environment or {}).get("device_name"),
         worker_online=bool(runstore.online_queues(session, context.settings())))
 
 
