@@ -69,7 +69,8 @@ def test_twenty_submissions_at_once_all_finish_and_survive_a_web_restart(tmp_pat
     settings = make_settings(tmp_path)
     client = create_app(settings).test_client()
     with Worker(settings) as first, Worker(settings):
-        run_ids = [client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
+        # fresh: twenty jobs, not one job that nineteen identical submissions share
+        run_ids = [client.post("/api/runs", json={"code": SEED, "configs": ["eager"], "fresh": True}).get_json()["id"]
                    for _ in range(20)]
         statuses = [wait_for_run(client, run_id, timeout=600, worker=first) for run_id in run_ids]
     assert [s["status"] for s in statuses] == ["succeeded"] * 20
