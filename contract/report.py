@@ -652,6 +652,9 @@ class TimelinePhase(Model):
     """0: a top-level phase (these follow each other and cover the job); 1: a part of the phase around it"""
     config: ConfigName | None = None
     """benchmark: the config"""
+    ahead: bool = False
+    """measured before the job reached its child, which was started ahead for it (sandbox, imports): off the
+    job's critical path, and outside the top-level phases that cover it"""
 
 
 class Timeline(Model):
@@ -665,6 +668,8 @@ class Timeline(Model):
     """from the origin to the end of the last phase (the report stored, through the service)"""
     untracked_s: float | None = None
     """the seconds in `untracked` gaps"""
+    prestarted: bool = False
+    """the job's sandboxed child was started (and torch imported) before the job arrived; a new one per job"""
     phases: list[TimelinePhase] = []
 
 

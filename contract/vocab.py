@@ -78,6 +78,8 @@ TIMELINE_PHASES = {
     "prepare": "parent: the job folder, the user's file and the request are written",
     "sandbox_start": "parent: bubblewrap and the limits are set up, the child's Python starts and imports the "
                      "engine package",
+    "wait_for_job": "child: started ahead (sandbox up, torch and the stages imported), it waits for its job",
+    "handover": "child started ahead: it reads the job its parent wrote into its folder",
     "import_engine": "child: pt2scope's engine and report types are imported",
     "import_torch": "child: `import torch`",
     "device_init": "child: the device is initialised and described",

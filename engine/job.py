@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import stat
 import subprocess
@@ -60,33 +61,136 @@ class JobRequest:
         return self
 
 
+@dataclass
+class _Child:
+    """A started child: its process, the read end of its event pipe and the parent's own output handles."""
+
+    proc: subprocess.Popen
+    read_fd: int
+    out: object
+    err: object
+    job_dir: str
+    spawned_unix: float
+    go_fd: int | None = None  # a child started ahead waits until this pipe says go (or closes: no job)
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.go_fd):
+            if fd is not None:
+                os.close(fd)
+        self.read_fd = self.go_fd = None
+        self.out.close()
+        self.err.close()
+
+
+def _start_child(request: JobRequest, job_dir: str, isolation: sandbox.Isolation, ahead: bool) -> _Child:
+    """Start the sandboxed child on a prepared job folder (raises OSError)."""
+    read_fd, write_fd = os.pipe()
+    go_read, go_write = os.pipe() if ahead else (None, None)
+    # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
+    # the parent reads back is always the file it created (never a link the job planted).
+    out, err = (open(os.path.join(job_dir, f"{name}.txt"), "w+b") for name in ("stdout", "stderr"))
+    env = _child_env(job_dir, write_fd)
+    if ahead:
+        env["PT2SCOPE_GO_FD"] = str(go_read)
+    spawned_unix = time.time()
+    try:
+        proc = subprocess.Popen(
+            sandbox.child_command(isolation, request, job_dir, env), cwd=job_dir, env=env,
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err, pass_fds=(write_fd,) + ((go_read,) if ahead else ()),
+            start_new_session=True,  # own process group: a kill reaches every descendant
+        )
+    except OSError:
+        for fd in (read_fd, go_write):
+            if fd is not None:
+                os.close(fd)
+        out.close()
+        err.close()
+        raise
+    finally:
+        os.close(write_fd)
+        if go_read is not None:
+            os.close(go_read)
+    return _Child(proc, read_fd, out, err, job_dir, spawned_unix, go_write)
+
+
+class PrestartedChild:
+    """The sandboxed child of the NEXT job, started before that job exists: its sandbox is up and it has imported
+    torch and the engine (our code only) while the worker was busy with the job before.
+
+    Still one sandbox per job: the child serves exactly one job (``run_job(..., prestarted=...)`` writes the job
+    into its folder and says go) and ends with it; nothing of any user has run in it before. It fits only a job
+    with the same device, limits and isolation, and the same shared precompiled headers, as it was started with;
+    otherwise it is discarded and the job starts its own child as before.
+    """
+
+    def __init__(self, template: JobRequest, job_dir: str, isolation: sandbox.Isolation):
+        self.template = template.validated()
+        self.isolation = isolation
+        self.job_dir = os.path.abspath(job_dir)
+        self.started_unix = time.time()
+        sandbox.prepare_job_dir(self.job_dir, isolation)
+        self.shared_pch = sandbox.describe(isolation, self.template)["shared_pch"]
+        self.child = _start_child(self.template, self.job_dir, isolation, ahead=True)
+
+    def fits(self, request: JobRequest, isolation: sandbox.Isolation) -> bool:
+        limits = {k: v for k, v in asdict(request).items() if k not in ("code", "filename", "train", "configs")}
+        template = {k: v for k, v in asdict(self.template).items() if k not in ("code", "filename", "train", "configs")}
+        return (self.child.go_fd is not None and self.child.proc.poll() is None and isolation == self.isolation
+                and limits == template and sandbox.describe(isolation, request)["shared_pch"] == self.shared_pch)
+
+    def discard(self) -> None:
+        """End the waiting child (closing its go pipe ends it; the kill makes sure) and remove its folder."""
+        if self.child.go_fd is not None:
+            self.child.close()
+            _kill_group(self.child.proc.pid)
+            self.child.proc.wait()
+        shutil.rmtree(self.job_dir, ignore_errors=True)
+
+
 def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
-            isolation: sandbox.Isolation | None = None) -> dict:
+            isolation: sandbox.Isolation | None = None, prestarted: PrestartedChild | None = None) -> dict:
     """Run ``request`` in a fresh child process; return the report (status "ok" or "failed").
 
     ``on_event(event: dict)`` is called in this thread for every progress event as it arrives, e.g.
     ``{"event": "stage", "stage": "dynamo", "state": "finished", "elapsed_s": 1.2, "seconds": 0.4}``.
     ``isolation`` defaults to the environment's (PT2SCOPE_ISOLATION, default bubblewrap).
+    ``prestarted``: a child started ahead for this job; used if it fits (then the job runs in its folder,
+    ``prestarted.job_dir``, not ``job_dir``), discarded if not.
     The report's ``timeline`` starts at this call (origin ``job_start``); a worker re-bases it on the request.
     """
     started_unix, timeline = time.time(), Recorder("parent")
     request.validated()
     isolation = isolation or sandbox.Isolation.from_env()
-    job_dir = os.path.abspath(job_dir or tempfile.mkdtemp(prefix="pt2scope-job-"))
-    sandbox.prepare_job_dir(job_dir, isolation)
+    if prestarted is not None and not prestarted.fits(request, isolation):
+        prestarted.discard()
+        prestarted = None
+    if prestarted is not None:
+        job_dir = prestarted.job_dir
+        ahead = Recorder("parent")
+        ahead.add("prepare", prestarted.started_unix, prestarted.child.spawned_unix, ahead=True)
+    else:
+        job_dir = os.path.abspath(job_dir or tempfile.mkdtemp(prefix="pt2scope-job-"))
+        sandbox.prepare_job_dir(job_dir, isolation)
     with open(os.path.join(job_dir, request.filename), "w") as f:
         f.write(request.code)
     with open(os.path.join(job_dir, "request.json"), "w") as f:
         json.dump(asdict(request), f)
 
-    read_fd, write_fd = os.pipe()
-    # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
-    # the parent reads back is always the file it created (never a link the job planted).
-    out, err = (open(os.path.join(job_dir, f"{name}.txt"), "w+b") for name in ("stdout", "stderr"))
-    env = _child_env(job_dir, write_fd)
+    if prestarted is not None:
+        child = prestarted.child
+        os.write(child.go_fd, f"{time.time():.6f}".encode())  # go, and when: what the child did before was ahead
+        os.close(child.go_fd)
+        child.go_fd = None
+    else:
+        ahead = None
+        try:
+            child = _start_child(request, job_dir, isolation, ahead=False)
+        except OSError as exc:
+            return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
+    proc, read_fd, out, err = child.proc, child.read_fd, child.out, child.err
     started = time.monotonic()
-    spawned_unix = time.time()
-    timeline.add("prepare", started_unix, spawned_unix)
+    handed_unix = time.time()
+    timeline.add("prepare", started_unix, handed_unix)
     child_wrote = {}  # the child's write_report phase, which its report cannot hold
 
     def forward(event: dict) -> None:
@@ -97,19 +201,6 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
             return
         if on_event:
             on_event(event)
-    try:
-        proc = subprocess.Popen(
-            sandbox.child_command(isolation, request, job_dir, env), cwd=job_dir, env=env,
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err, pass_fds=(write_fd,),
-            start_new_session=True,  # own process group: a kill reaches every descendant
-        )
-    except OSError as exc:
-        os.close(read_fd)
-        out.close()
-        err.close()
-        return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
-    finally:
-        os.close(write_fd)
 
     last_stage, killed_for = _pump_events(proc, read_fd, request, job_dir, started, forward)
     os.close(read_fd)
@@ -143,19 +234,20 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
     err.close()
     report["isolation"] = sandbox.describe(isolation, request)
     report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
-    report["timeline"] = _job_timeline(report.get("timeline"), timeline, started_unix, spawned_unix, child_wrote,
-                                       exited_unix)
+    report["timeline"] = _job_timeline(report.get("timeline"), timeline, ahead, started_unix, child.spawned_unix,
+                                       child_wrote, exited_unix)
     return report
 
 
-def _job_timeline(child: dict | None, timeline: Recorder, started_unix: float, spawned_unix: float,
-                  child_wrote: dict, exited_unix: float) -> dict:
+def _job_timeline(child: dict | None, timeline: Recorder, ahead: Recorder | None, started_unix: float,
+                  spawned_unix: float, child_wrote: dict, exited_unix: float) -> dict:
     """The child's timeline (untrusted, but validated numbers) inside the parent's: the sandbox's start up to the
-    child's first instant, its report writing, its exit up to the parent's wait returning, the read-back."""
+    child's first instant (ahead of the job for a prestarted child), its report writing, its exit up to the
+    parent's wait returning, the read-back."""
     child_phases = (child or {}).get("phases") or []
     child_origin = (child or {}).get("origin_unix_s")
     child_started = child_origin if child_phases and _is_number(child_origin) else exited_unix
-    timeline.add("sandbox_start", spawned_unix, max(spawned_unix, child_started))
+    (ahead or timeline).add("sandbox_start", spawned_unix, max(spawned_unix, child_started), ahead=bool(ahead))
     child_ended = child_started + max((p["end_s"] for p in child_phases), default=0.0)
     if child_wrote:
         child_recorder = Recorder("child")
@@ -165,8 +257,8 @@ def _job_timeline(child: dict | None, timeline: Recorder, started_unix: float, s
         child_recorder = None
     timeline.add("process_exit", min(child_ended, exited_unix), exited_unix)
     timeline.add("read_report", exited_unix, time.time())
-    recorders = [timeline] + ([child_recorder] if child_recorder else [])
-    return merged(child if child_phases else None, started_unix, "job_start", *recorders)
+    recorders = [timeline] + ([child_recorder] if child_recorder else []) + ([ahead] if ahead else [])
+    return merged(child if child_phases else None, started_unix, "job_start", *recorders, prestarted=bool(ahead))
 
 
 def _is_number(value) -> bool:

@@ -1,0 +1,163 @@
+"""Where a job's seconds go, phase by phase, on a warm embedded worker, against a plain user script.
+
+Starts `python -m service serve` on a free port with a fresh instance folder (SQLite data and broker, one embedded
+worker, its shared precompiled header), waits for the header and one warm-up job (not counted), then interleaves
+``--runs`` jobs submitted through the API (``fresh: true``, so none is answered from an earlier identical run)
+with the plain-script reference: a fresh `python` that imports torch, compiles the same file's model and calls it
+once, with a new, empty kernel cache (as every job has). Each job's phases come from its report's ``timeline``
+(contract.timeline.phase_seconds); the client's own submit-to-report time is measured beside it. Every figure
+carries the 1-minute load average read before it.
+
+    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from contract.timeline import phase_seconds  # noqa: E402
+from submit_latency import POLL_S, ROOT, _free_port, _get_json, _wait_for  # noqa: E402
+
+SEED_PATH = os.path.join(ROOT, "examples", "seed.py")
+# The reference: what a user would run by hand, timed from inside (import, first compiled call) and outside.
+SCRIPT = """
+import json, runpy, sys, time
+started = time.time()
+import torch
+imported = time.time()
+program = runpy.run_path(sys.argv[1])
+compiled = torch.compile(program["model"])
+compiled(*program["example_inputs"])
+called = time.time()
+print(json.dumps({"import_torch": imported - started, "compile_and_call": called - imported}))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--configs", default="eager,inductor_default")
+    parser.add_argument("--json", help="also write every measurement here")
+    args = parser.parse_args()
+    configs = [c for c in args.configs.split(",") if c]
+    with open(SEED_PATH) as f:
+        seed = f.read()
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    jobs, scripts = [], []
+    with tempfile.TemporaryDirectory(prefix="pt2scope-bench-") as instance:
+        env = {**os.environ, "PT2SCOPE_INSTANCE": instance}
+        for key in ("DATABASE_URL", "CELERY_BROKER_URL"):  # the embedded default, whatever the shell has set
+            env.pop(key, None)
+        server = subprocess.Popen([sys.executable, "-m", "service", "serve", "--port", str(port)], cwd=ROOT, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            _wait_for(base + "/", timeout=120)
+            _wait_for_pch(instance, env, timeout=300)
+            _one_job(base, seed, configs)  # warm-up: the worker's first job
+            for _ in range(args.runs):
+                jobs.append(_one_job(base, seed, configs))
+                scripts.append(_one_script())
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)  # the group this started: gunicorn and the worker
+            server.wait(timeout=60)
+    _print_table(jobs, scripts, configs)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"configs": configs, "jobs": jobs, "scripts": scripts, "cpu": _cpu()}, f, indent=1)
+    return 0
+
+
+def _wait_for_pch(instance: str, env: dict, timeout: float) -> None:
+    """The worker's shared precompiled header is built at start; a job that starts before it compiles its own."""
+    if env.get("PT2SCOPE_ISOLATION") == "none" or env.get("PT2SCOPE_PCH_WARMUP", "1") in ("0", "false"):
+        return
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(os.path.join(instance, "pch", ".built-for")):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the shared precompiled header was not built within {timeout} s")
+        time.sleep(0.5)
+
+
+def _one_job(base: str, code: str, configs: list[str]) -> dict:
+    load = _load()
+    body = json.dumps({"code": code, "filename": "seed.py", "device": "cpu", "configs": configs,
+                       "fresh": True}).encode()
+    started = time.perf_counter()
+    request = urllib.request.Request(base + "/api/runs", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        run = json.load(response)
+    while _get_json(f"{base}/api/runs/{run['id']}")["status"] not in ("succeeded", "failed"):
+        time.sleep(POLL_S)
+    report = _get_json(f"{base}/api/runs/{run['id']}/report")
+    total = time.perf_counter() - started
+    if report["status"] != "ok":
+        raise SystemExit(f"run failed: {report['failure']}")
+    timeline = report["timeline"]
+    return {"load": load, "client_total_s": total, "wall_s": timeline["wall_s"],
+            "untracked_s": timeline["untracked_s"], "phases": phase_seconds(timeline),
+            "compile_workers_start_s": sum(p["end_s"] - p["start_s"] for p in timeline["phases"]
+                                           if p["phase"] == "compile_workers_start"),
+            "shared_pch": report["isolation"]["shared_pch"], "caches": report["caches"]}
+
+
+def _one_script() -> dict:
+    load = _load()
+    with tempfile.TemporaryDirectory(prefix="pt2scope-bench-script-") as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", SCRIPT, SEED_PATH], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        total = time.perf_counter() - started
+    return {"load": load, "process_s": total, **json.loads(out.strip().splitlines()[-1])}
+
+
+def _print_table(jobs: list[dict], scripts: list[dict], configs: list[str]) -> None:
+    def row(label, values, load=None):
+        spread = f"{min(values):>7.2f}{max(values):>7.2f}"
+        print(f"{label:<36}{statistics.median(values):>8.2f}{spread}" + (f"   load {load}" if load else ""))
+
+    loads = [j["load"] for j in jobs] + [s["load"] for s in scripts]
+    print(f"seed, configs {','.join(configs)}; {len(jobs)} jobs on a warm worker (after 1 warm-up), interleaved with "
+          f"{len(scripts)} plain scripts; {_cpu()}; 1-min load {min(loads):.1f}-{max(loads):.1f} "
+          f"(median {statistics.median(loads):.1f})")
+    print(f"{'seconds':<36}{'median':>8}{'min':>7}{'max':>7}")
+    names = []
+    for job in jobs:
+        names += [name for name in job["phases"] if name not in names]
+    for name in names:
+        row(f"  {name}", [job["phases"].get(name, 0.0) for job in jobs])
+    row("  (compile_workers_start, inside)", [job["compile_workers_start_s"] for job in jobs])
+    row("job: timeline wall (request->stored)", [job["wall_s"] for job in jobs])
+    row("job: untracked", [job["untracked_s"] for job in jobs])
+    row("job: client submit -> report fetched", [job["client_total_s"] for job in jobs])
+    row("script: import torch", [s["import_torch"] for s in scripts])
+    row("script: compile + first call", [s["compile_and_call"] for s in scripts])
+    row("script: process start to exit", [s["process_s"] for s in scripts])
+    print("shared precompiled header bound in every job:", all(job["shared_pch"] for job in jobs))
+
+
+def _load() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def _cpu() -> str:
+    with open("/proc/cpuinfo") as f:
+        model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown CPU")
+    return f"{model}, {os.cpu_count()} CPUs"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
