@@ -8,7 +8,12 @@ once, with a new, empty kernel cache (as every job has). Each job's phases come 
 (contract.timeline.phase_seconds); the client's own submit-to-report time is measured beside it. Every figure
 carries the 1-minute load average read before it.
 
-    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--json out.json]
+With ``--compare`` a second embedded instance runs beside the first with the next job's child NOT started ahead
+(PT2SCOPE_PRESTART=0), and each round submits to both and runs the script, so all three see the same load. After
+each job the bench waits ``--settle`` seconds, so the child a worker starts ahead for its next job is not
+importing torch during the next measurement (of either instance or the script).
+
+    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--compare] [--json out.json]
 """
 from __future__ import annotations
 
@@ -48,35 +53,55 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--configs", default="eager,inductor_default")
     parser.add_argument("--json", help="also write every measurement here")
+    parser.add_argument("--compare", action="store_true", help="also an instance without the child started ahead")
+    parser.add_argument("--settle", type=float, default=8.0, help="seconds to wait after each job")
     args = parser.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     with open(SEED_PATH) as f:
         seed = f.read()
 
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    jobs, scripts = [], []
-    with tempfile.TemporaryDirectory(prefix="pt2scope-bench-") as instance:
-        env = {**os.environ, "PT2SCOPE_INSTANCE": instance}
-        for key in ("DATABASE_URL", "CELERY_BROKER_URL"):  # the embedded default, whatever the shell has set
-            env.pop(key, None)
-        server = subprocess.Popen([sys.executable, "-m", "service", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    variants = {"child started ahead": {}}
+    if args.compare:
+        variants["no child started ahead"] = {"PT2SCOPE_PRESTART": "0"}
+    jobs = {name: [] for name in variants}
+    scripts = []
+    with tempfile.TemporaryDirectory(prefix="pt2scope-bench-") as folder:
+        servers = {name: _serve(os.path.join(folder, str(i)), extra) for i, (name, extra) in enumerate(variants.items())}
         try:
-            _wait_for(base + "/", timeout=120)
-            _wait_for_pch(instance, env, timeout=300)
-            _one_job(base, seed, configs)  # warm-up: the worker's first job
+            for base, instance, env, _ in servers.values():
+                _wait_for(base + "/", timeout=120)
+                _wait_for_pch(instance, env, timeout=900)
+            for base, *_ in servers.values():
+                _one_job(base, seed, configs)  # warm-up: the worker's first job
+                time.sleep(args.settle)
             for _ in range(args.runs):
-                jobs.append(_one_job(base, seed, configs))
+                for name, (base, *_) in servers.items():
+                    jobs[name].append(_one_job(base, seed, configs))
+                    time.sleep(args.settle)
                 scripts.append(_one_script())
         finally:
-            os.killpg(server.pid, signal.SIGTERM)  # the group this started: gunicorn and the worker
-            server.wait(timeout=60)
-    _print_table(jobs, scripts, configs)
+            for *_, server in servers.values():
+                os.killpg(server.pid, signal.SIGTERM)  # the group this started: gunicorn and the worker
+                server.wait(timeout=60)
+    for name, rows in jobs.items():
+        print(f"== {name}")
+        _print_table(rows, scripts, configs)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"configs": configs, "jobs": jobs, "scripts": scripts, "cpu": _cpu()}, f, indent=1)
     return 0
+
+
+def _serve(instance: str, extra_env: dict):
+    """An embedded instance (`python -m service serve`) in its own folder and process group."""
+    os.makedirs(instance)
+    port = _free_port()
+    env = {**os.environ, "PT2SCOPE_INSTANCE": instance, **extra_env}
+    for key in ("DATABASE_URL", "CELERY_BROKER_URL"):  # the embedded default, whatever the shell has set
+        env.pop(key, None)
+    server = subprocess.Popen([sys.executable, "-m", "service", "serve", "--port", str(port)], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return f"http://127.0.0.1:{port}", instance, env, server
 
 
 def _wait_for_pch(instance: str, env: dict, timeout: float) -> None:
