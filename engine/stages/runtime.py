@@ -544,13 +544,14 @@ def _cudagraph_skips() -> int:
 
 
 def warm_up(workload: Workload, rung: Rung) -> float:
-    """At least 3 steps and 0.2 s (at most 50 steps), so lazy initialisation and autotuning stay out of the
+    """At least 3 steps (10 when a step is under 20 ms) and 0.2 s (at most 200 steps), so lazy initialisation and autotuning stay out of the
     numbers; returns the seconds one warm step takes at best (the fastest of the later half: rounds are sized
     from it and capped in time, so a busy machine cannot make them long)."""
     start = time.perf_counter()
     times = []
     with workload.grad_mode():
-        while len(times) < 3 or (time.perf_counter() - start < 0.2 and len(times) < 50):
+        while (len(times) < 3 or (time.perf_counter() - start < 0.2 and len(times) < 200)
+               or (len(times) < 10 and min(times) < 0.02)):
             t0 = time.perf_counter()
             workload.step(rung.fn, rung.inst, cudagraph_steps=rung.cudagraph_steps)
             workload.sync()
