@@ -1,6 +1,6 @@
 """GPU fidelity: pt2scope's reported numbers against independent measurements of the same functions, in the same
 session on the same GPU. Run on the device machine:
-    python bench/gpu_fidelity.py OUT_DIR [fidelity|cudagraphs|all]
+    python bench/gpu_fidelity.py OUT_DIR [fidelity|cudagraphs|diagnose|all]
 fidelity: for each model and config it compares
   - our headline per-step time (median over rounds, interleaved across configs, of N back-to-back steps between
     one pair of CUDA events) with an independent loop: LOOP_STEPS back-to-back steps (at least 1000, and at least
@@ -150,4 +150,33 @@ if __name__ == "__main__":
         fidelity(out)
     if part in ("cudagraphs", "all"):
         cudagraphs(out)
+    if part in ("diagnose", "all"):
+        diagnose(out)
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+
+
+def diagnose(out_root):
+    """Host-bound steps (the 1024x1024 seed): the engine's own round (engine.stages.runtime.time_round) against the
+    independent loop on the same compiled function in this one process, interleaved; then again after the
+    engine's bandwidth probe (1 GiB copies that stay in the caching allocator)."""
+    from engine.stages import runtime
+
+    ns = runpy.run_path(os.path.join(ROOT, "examples/seed.py"))
+    args = tuple(t.to("cuda") for t in ns["example_inputs"])
+    print(f"\n{'config':<20}{'phase':<22}{'engine round ms':>16}{'loop ms':>10}{'diff':>8}")
+    for config, fn in (("eager", ns["model"]), ("inductor_default", torch.compile(ns["model"]))):
+        workload = runtime.Workload(ns["model"], [args], False, None, "cuda")
+        inst = workload.fresh()
+        rung = runtime.Rung(config, inst, fn, {})
+        step_s = runtime.warm_up(workload, rung)
+        rung.steps_per_round = 1000
+        step = make_step(ns["model"], args, False, fn, cudagraphs=False)
+        for phase in ("as is", "after bandwidth probe"):
+            if phase != "as is":
+                runtime.memory_bandwidth("cuda")
+            ours, loop = [], []
+            for _ in range(5):
+                ours.append(runtime.time_round(workload, rung))
+                loop.append(loop_ms(step, 1000))
+            o, l = statistics.median(ours), statistics.median(loop)
+            print(f"{config:<20}{phase:<22}{o:>16.4f}{l:>10.4f}{(o / l - 1) * 100:>7.1f}%  (warm step {step_s * 1e3:.4f} ms)")
