@@ -143,18 +143,6 @@ def cudagraphs(out_root):
                   f"{(b.get('correctness') or {}).get('verdict')!s:<10} {b['cudagraphs']} {b.get('error') or ''}")
 
 
-if __name__ == "__main__":
-    out = sys.argv[1] if len(sys.argv) > 1 else "gpu-fidelity-out"
-    part = sys.argv[2] if len(sys.argv) > 2 else "all"
-    if part in ("fidelity", "all"):
-        fidelity(out)
-    if part in ("cudagraphs", "all"):
-        cudagraphs(out)
-    if part in ("diagnose", "all"):
-        diagnose(out)
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
-
-
 def diagnose(out_root):
     """Host-bound steps (the 1024x1024 seed): the engine's own round (engine.stages.runtime.time_round) against the
     independent loop on the same compiled function in this one process, interleaved; then again after the
@@ -171,12 +159,30 @@ def diagnose(out_root):
         step_s = runtime.warm_up(workload, rung)
         rung.steps_per_round = 1000
         step = make_step(ns["model"], args, False, fn, cudagraphs=False)
-        for phase in ("as is", "after bandwidth probe"):
-            if phase != "as is":
+        for phase in ("as is", "after bandwidth probe", "after log tap"):
+            if phase == "after bandwidth probe":
                 runtime.memory_bandwidth("cuda")
+            if phase == "after log tap":
+                from engine.logtap import LogTap
+
+                tap = LogTap()
+                tap.install()
+                tap.uninstall_trace()
             ours, loop = [], []
             for _ in range(5):
                 ours.append(runtime.time_round(workload, rung))
                 loop.append(loop_ms(step, 1000))
             o, l = statistics.median(ours), statistics.median(loop)
             print(f"{config:<20}{phase:<22}{o:>16.4f}{l:>10.4f}{(o / l - 1) * 100:>7.1f}%  (warm step {step_s * 1e3:.4f} ms)")
+
+
+if __name__ == "__main__":
+    out = sys.argv[1] if len(sys.argv) > 1 else "gpu-fidelity-out"
+    part = sys.argv[2] if len(sys.argv) > 2 else "all"
+    if part in ("fidelity", "all"):
+        fidelity(out)
+    if part in ("cudagraphs", "all"):
+        cudagraphs(out)
+    if part in ("diagnose", "all"):
+        diagnose(out)
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
