@@ -342,7 +342,7 @@ def ladder_chart(benchmarks: list[dict]) -> dict | None:
         low.append((value - s["low"]) if s and s.get("low") is not None else 0)
     labels = []
     for b, value in zip(rows, speedups):
-        label = f"{value:.2f}×" if speedup_decided(b) or b["config"] == "eager" else "not decided"
+        label = f"{value:.2f}×" if speedup_decided(b) or b["config"] == "eager" else f"not decided ({value:.2f}×)"
         note = cudagraph_note(b)
         labels.append(f"{label}<br>{note}" if note else label)
     colors = ["#9aa5b1" if b["config"] == "eager" else "#b8460b" if speedup_decided(b) else "#e3b89c" for b in rows]
