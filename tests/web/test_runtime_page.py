@@ -6,7 +6,7 @@ import os
 
 from tests.web.test_web_pages import _store
 from webapp import reportview
-from webapp.config import PROJECT_ROOT
+from storage.config import PROJECT_ROOT
 
 
 def _report(name: str) -> dict:
