@@ -264,3 +264,17 @@ def test_a_speedup_is_decided_only_when_its_rounds_agree():
     noisy = runtime.speedup([2.0, 1.0, 3.0, 1.1, 2.5, 0.9, 2.2], [1.0] * 7)
     assert noisy["decided"] is False and noisy["text"].startswith("not decided: measurements too noisy")
     assert runtime.speedup([1.0] * 7, [1.005] * 7)["verdict"] == "same"
+
+
+def test_cuda_graph_recordings_and_re_recordings_are_counted_with_torchs_reasons():
+    # The messages torch._inductor.cudagraph_trees logs at debug level (its own format strings).
+    messages = ["[0/0] Recording function=0, mode=CompilationMode.FORWARD, cuda_graph_id=0, inputs: 1",
+                "[0/0] Re-recording function=0, mode=CompilationMode.FORWARD, reason=static input data pointer "
+                "changed.\ninput name: primals_1. data pointer changed from 1 to 2."]
+    status = runtime.cudagraph_status("cuda", "inductor_reduce_overhead", [], 0, messages)
+    assert status["status"] == "used" and status["recordings"] == 1 and status["rerecords"] == 1
+    assert status["rerecord_reasons"][0].startswith("static input data pointer changed")
+    assert "1 re-recorded: static input data pointer changed" in status["reason"]
+    skipped = runtime.cudagraph_status("cuda", "inductor_reduce_overhead", ["skipping cudagraphs due to mutated inputs"],
+                                       1, [])
+    assert skipped["status"] == "skipped" and "mutated inputs" in skipped["reason"]

@@ -50,3 +50,11 @@ def test_an_old_report_without_spreads_never_shows_a_bare_speedup(client, db):
     overview = _pages(client, db, "seed")["overview"]
     summary = overview[overview.index('id="summary-speedup"'):]
     assert summary.split("</dd>")[0].count("not decided") == 1
+
+
+def test_the_cpu_kernel_table_has_bytes_and_a_roofline_share_against_the_workers_measured_bandwidth():
+    report = _report("seed_busy_cpu")
+    [row] = reportview.kernel_rows(report["inductor"], report["runtime"], report["environment"]["device_name"])
+    assert row["bytes_accessed"] == 2 * 1024 * 1024 * 4  # one float32 1024x1024 input and output, once each
+    measured = report["runtime"]["memory_bandwidth"]["bytes_per_s"]
+    assert row["roofline_share"] == row["bandwidth"] / measured
