@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import os
 import random
 import re
@@ -103,6 +104,9 @@ def timeline(events: list[dict]) -> list[dict]:
 
 SEED = 1234  # torch.manual_seed (CPU and CUDA) and random.seed before every compared step
 ROUNDS, ROUNDS_SLOW = 7, 5  # rounds of back-to-back steps per config (fewer when one eager step exceeds 50 ms)
+MAX_ROUNDS = 21  # more rounds, a batch at a time, while a speedup is undecided and the budget allows
+EXTRA_ROUNDS_BUDGET_S = {"cpu": 8.0, "cuda": 3.0}  # no new batch once the timed rounds have taken this long
+MEDIAN_COVERAGE = 0.9  # the speedup's low-high: a distribution-free 90% confidence interval of the median
 SLOW_STEP_S = 0.05
 ROUND_SECONDS = {"cpu": 0.05, "cuda": 0.02}  # the length of one round of one config
 ROUND_CAP = 5  # a round stops early past 5x its planned length
@@ -110,7 +114,7 @@ MAX_STEPS_PER_ROUND = 2000
 LATENCY_SECONDS = 0.3  # the second figure: single steps timed alone
 MIN_LATENCY_REPS, MAX_LATENCY_REPS = 10, 500
 PROFILE_STEPS = 10
-DECIDED_RATIO = 1.2  # a speedup is decided when its p10-p90 over rounds lies within a 20% band
+DECIDED_RATIO = 1.2  # a speedup is decided when its median's confidence interval lies within a 20% band
 SAME_BAND = 0.02  # a decided speedup within 2% of 1 reads "same"
 # Like torch._dynamo.utils.same: allclose at tol, else the rung's error against float64 at most 2x (3x for half
 # types) plain eager's plus tol/10. Gradients of a training step get 10x (PyTorch's benchmarks loosen training too).
@@ -411,12 +415,29 @@ def first_divergent_stage(entries: list[dict], reference: Reference) -> dict:
     return out
 
 
+def median_interval(values: list[float], coverage: float = MEDIAN_COVERAGE) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median: the order statistics x(k) and x(n+1-k), k the
+    largest with P(Binomial(n, 1/2) < k) <= (1 - coverage) / 2. With 7 values that is their whole range (98%), with
+    14 the 4th to 11th, with 21 the 7th to 15th: more rounds narrow it, whatever the noise's distribution."""
+    xs = sorted(values)
+    n, alpha = len(xs), (1 - coverage) / 2
+    k, below = 0, 0.0
+    for j in range(n):
+        below += math.comb(n, j) / 2 ** n
+        if below > alpha:
+            break
+        k = j + 1
+    return (xs[k - 1], xs[n - k]) if k else (xs[0], xs[-1])
+
+
 def speedup(eager_rounds: list[float], rounds: list[float]) -> dict:
-    """Paired per-round speedup (eager's round over this config's), median and p10-p90, and whether it decides."""
+    """Paired per-round speedup (eager's round over this config's: they ran side by side): the median, a 90%
+    confidence interval of it, and whether that interval decides the figure."""
     ratios = [e / r for e, r in zip(eager_rounds, rounds) if r > 0]
     if not ratios:
         return {"value": None, "low": None, "high": None, "decided": False, "verdict": None, "text": "not measured"}
-    value, low, high = statistics.median(ratios), _quantile(ratios, 0.1), _quantile(ratios, 0.9)
+    value = statistics.median(ratios)
+    low, high = median_interval(ratios)
     decided = low > 0 and high / low <= DECIDED_RATIO
     verdict = None
     if decided:
@@ -826,20 +847,31 @@ class LadderStage(Stage):
                                            max(1, round(ROUND_SECONDS[workload.device] / max(rung.step_s, 1e-7)))))
         before = machine_load()
         alive = list(rungs)
-        for _ in range(rounds):
-            for rung in list(alive):
-                try:
-                    rung.rounds_ms.append(time_round(workload, rung))
-                except Exception as exc:  # noqa: BLE001 - a config that fails mid-way keeps the others timed
-                    rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
-                    ctx.error(f"benchmark:{rung.name}", exc)
-                    alive.remove(rung)
+        batch, done, started = rounds, 0, time.perf_counter()
+        while True:
+            for _ in range(batch):
+                for rung in list(alive):
+                    try:
+                        rung.rounds_ms.append(time_round(workload, rung))
+                    except Exception as exc:  # noqa: BLE001 - a config that fails mid-way keeps the others timed
+                        rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+                        ctx.error(f"benchmark:{rung.name}", exc)
+                        alive.remove(rung)
+            done += batch
+            eager = next((r for r in alive if r.name == "eager"), None)
+            undecided = eager and any(not speedup(eager.rounds_ms, r.rounds_ms)["decided"]
+                                      for r in alive if r is not eager)
+            if (not undecided or done + batch > MAX_ROUNDS
+                    or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]):
+                break
+        rounds = done
         rt["load"] = load_summary(before, machine_load())
         method = "cuda_events" if workload.device == "cuda" else "perf_counter"
         rt["timing"] = {"method": method, "order": "interleaved", "rounds": rounds,
                         "steps_per_round": {r.name: r.steps_per_round for r in rungs},
                         "statistic": "median over rounds of the time per step of N back-to-back steps, p10-p90 "
-                                     "spread over rounds",
+                                     "spread over rounds; speedups: median of paired rounds with a 90% confidence "
+                                     "interval of it",
                         "latency": "each step timed alone (synchronize, step, synchronize): median, p10-p90",
                         "step": "one call per example input set" + (", forward + backward" if workload.train
                                                                      else ", under torch.no_grad()")}
