@@ -186,7 +186,7 @@ def runtime_headline(runtime: dict) -> list[str]:
 
 
 def ladder_chart(benchmarks: list[dict]) -> dict | None:
-    """Speedup over plain eager per config (median of paired rounds), its p10-p90 over rounds as error bars; an
+    """Speedup over plain eager per config (median of paired rounds), a 90% confidence interval of it as error bars; an
     undecided speedup is drawn pale and labelled so, and each rung's CUDA-graph status sits beside its bar."""
     rows = [b for b in benchmarks if b.get("status") == "ok" and b.get("median_ms")]
     eager = next((b for b in rows if b.get("config") == "eager"), None)

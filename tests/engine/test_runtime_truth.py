@@ -278,3 +278,13 @@ def test_cuda_graph_recordings_and_re_recordings_are_counted_with_torchs_reasons
     skipped = runtime.cudagraph_status("cuda", "inductor_reduce_overhead", ["skipping cudagraphs due to mutated inputs"],
                                        1, [])
     assert skipped["status"] == "skipped" and "mutated inputs" in skipped["reason"]
+
+
+def test_the_speedups_interval_is_a_confidence_interval_of_the_median_that_more_rounds_narrow():
+    assert runtime.median_interval(list(range(1, 8))) == (1, 7)  # 7 rounds: their whole range (98% coverage)
+    assert runtime.median_interval(list(range(1, 15))) == (4, 11)
+    assert runtime.median_interval(list(range(1, 22))) == (7, 15)
+    # One wild round in seven leaves the figure undecided; the same noise over 21 rounds decides it.
+    noisy = [4.0, 4.1, 3.9, 4.2, 4.0, 8.0, 4.05]
+    assert runtime.speedup(noisy, [1.0] * 7)["decided"] is False
+    assert runtime.speedup(noisy * 3, [1.0] * 21)["text"] == "4.05x faster (4.00-4.10)"
