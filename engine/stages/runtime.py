@@ -328,12 +328,9 @@ class Reference:
 
     def judge(self, outs: list, grads: dict, *, use_fp64: bool = True) -> dict:
         """{verdict, errors, tolerances, reason, gradients?} of a rung's compared step against this reference."""
-        def fp64_outs():
-            return self.float64()[0] or None
-
         result = compare(outs, self.outs, None)
         if result["verdict"] == "mismatch" and use_fp64 and result["max_abs_error"] is not None:
-            result = compare(outs, self.outs, fp64_outs())
+            result = compare(outs, self.outs, self.float64()[0] or None)
         if self.workload.train:
             names = sorted(self.grads)
             if sorted(grads) != names:
@@ -362,6 +359,7 @@ class Rung:
     cudagraph_steps: bool = False
     rounds_ms: list = field(default_factory=list)  # per-step ms of each round
     steps_per_round: int = 1
+    step_s: float = 0.0  # a warm step at best (warm_up), which sizes the rounds
 
 
 def rung_verdict(rung_result: dict, reference: Reference, backend: str | None) -> dict:

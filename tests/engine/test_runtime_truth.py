@@ -170,12 +170,14 @@ def test_the_first_divergent_stage_is_named_in_words(job, name, configs, stage, 
 
 
 def test_inference_without_train_is_compiled_and_timed_under_no_grad(explore):
-    report = explore("conv_bn", NO_INDUCTOR)
+    report = explore("conv_bn", ["eager", "aot_eager", "inductor_default"])
     assert report["status"] == "ok", report["failure"]
+    kernels = [k["name"] for k in report["inductor"]["kernels"]]
+    assert kernels and not any("backward" in name for name in kernels)  # was ..._threshold_backward_2
     mode = report["runtime"]["mode"]
     assert mode["kind"] == "inference" and mode["grad_enabled"] is False and "train" in mode["reason"]
     # AOTAutograd made an inference graph: no joint graph, nothing saved for a backward that never runs.
-    assert [g["kind"] for g in report["aot"]["graphs"]] == ["inference"]
+    assert {g["kind"] for g in report["aot"]["graphs"]} == {"inference"}
     assert report["aot"]["partitions"] == []
     assert "torch.no_grad()" in report["runtime"]["timing"]["step"]
 
