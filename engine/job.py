@@ -47,7 +47,7 @@ class JobRequest:
     file_size_limit_mb: int = DEFAULT_LIMITS.file_size_limit_mb
     output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
 
-    def validated(self) -> "JobRequest":
+    def validated(self) -> JobRequest:
         """Normalise and check the request before anything is started (raises engine.report.ConfigError)."""
         self.configs = parse_configs(self.configs, self.device)
         self.filename = os.path.basename(self.filename) or "model.py"

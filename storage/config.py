@@ -65,7 +65,7 @@ class Settings:
         return self.job_time_limit_s + 120
 
     @classmethod
-    def from_env(cls, **overrides) -> "Settings":
+    def from_env(cls, **overrides) -> Settings:
         env = os.environ
         instance = overrides.pop("instance_path", None) or env.get(
             "PT2SCOPE_INSTANCE", os.path.join(PROJECT_ROOT, "instance"))
