@@ -7,7 +7,7 @@ PORT    ?= 8000
 REQS    := $(wildcard requirements/*.txt)
 ASSETS  := static/vendor/.built
 
-.PHONY: install test test-engine run bench clean
+.PHONY: install test test-fast test-engine lint run bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -53,8 +53,19 @@ test: assets browser-packages
 run: install assets
 	$(PY) -m service serve --port $(PORT)
 
-test: install
+test: install lint
 	$(PY) -m pytest -q tests
+
+# What needs only the virtual environment (markers: pyproject.toml, applied in tests/conftest.py): no bubblewrap,
+# PostgreSQL, Redis, browser or deploy set-up; its jobs run unsandboxed (trusted test code). How long it takes:
+# docs/benchmarks.md, "Test suite".
+test-fast: $(STAMP)
+	PT2SCOPE_ISOLATION=none $(PY) -m pytest -q -m "not (sandbox or services or browser or deploy)" tests
+
+# Python lint and format checks (ruff, pinned in requirements/test.txt; rules in pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test-engine: install
 	$(PY) -m pytest -q tests/engine
