@@ -53,7 +53,7 @@ test: assets browser-packages
 run: install assets
 	$(PY) -m service serve --port $(PORT)
 
-test: install lint
+test: install lint lint-js test-js
 	$(PY) -m pytest -q tests
 
 # What needs only the virtual environment (markers: pyproject.toml, applied in tests/conftest.py): no bubblewrap,
@@ -66,6 +66,15 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Front end: eslint (eslint.config.js) and the layout/viewer tests under node's test runner (tests/js/, which build
+# their graphs with the venv's Python).
+.PHONY: lint-js test-js
+lint-js: assets
+	npx eslint .
+
+test-js: install
+	node --test tests/js/
 
 test-engine: install
 	$(PY) -m pytest -q tests/engine

@@ -1,20 +1,18 @@
-"""The report: the one contract between engine, workers, storage and pages (documented in docs/report-schema.md).
+"""Building and writing the report on the engine's side. The report's types, its version and the shared names
+(stages, configs) are defined in contract/ (contract/report.py; docs/report-schema.md is generated from it).
 
 Pure Python (no torch), so the parent process, the workers and tests can build and read reports.
-Bump SCHEMA_VERSION on any change that removes or renames a field or changes its meaning; adding a field is
-backwards compatible and keeps the version.
 """
 from __future__ import annotations
 
 import json
 import os
 
+from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
 from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config, ConfigError, parse_configs
 
 __all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
            "empty_report", "failed_report", "parse_configs", "read_report", "write_report"]
-
-SCHEMA_VERSION = 1
 
 
 def capture_config(configs: list[str]) -> Config:
@@ -27,27 +25,10 @@ def capture_config(configs: list[str]) -> Config:
 
 
 def empty_report(request: dict) -> dict:
-    """Every top-level key present from the start, so readers never need to test for a section."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "status": "running",
-        "failure": None,
-        "request": request,
-        "source": {"filename": request.get("filename", "model.py"), "code": request.get("code", "")},
-        "environment": {},
-        "caches": {},
-        "stages": [],
-        "dynamo": {"graphs": [], "graph_breaks": [], "guards": [], "recompiles": [], "bytecode": [], "summary": {}},
-        "aot": {"graphs": [], "partitions": [], "functionalization": [], "decompositions": []},
-        "inductor": {"post_grad_graphs": [], "ir_pre_fusion": [], "ir_post_fusion": [], "fusion_decisions": [],
-                     "kernels": [], "output_code": [], "metrics": {}},
-        "runtime": {"compile_seconds": {}, "compile_timeline": [], "benchmarks": [], "cudagraphs": {},
-                    "kernel_profile": [], "timing": {}},
-        "user_output": {"stdout": "", "stderr": "", "truncated": False},
-        "isolation": {},
-        "unavailable": [],
-        "errors": [],
-    }
+    """A report with every key of every section present (contract.report.Report's defaults), status "running"."""
+    return Report(status="running", request=Request.model_validate(request),
+                  source=Source(filename=request.get("filename", "model.py"), code=request.get("code", ""))
+                  ).model_dump()
 
 
 def failed_report(request: dict, stage: str, kind: str, message: str, *, file=None, line=None,
@@ -55,9 +36,9 @@ def failed_report(request: dict, stage: str, kind: str, message: str, *, file=No
     """A report for a job that did not finish; keeps whatever the child managed to record (``partial``)."""
     report = partial if partial is not None else empty_report(request)
     report["status"] = "failed"
-    report["failure"] = {"stage": stage, "kind": kind, "message": message, "file": file, "line": line,
-                         "traceback": traceback_text}
-    report["errors"].append({"stage": stage, "message": message})
+    report["failure"] = Failure(stage=stage, kind=kind, message=message, file=file, line=line,
+                                traceback=traceback_text).model_dump()
+    report["errors"].append({"stage": stage, "message": message, "traceback": None})
     return report
 
 
@@ -70,5 +51,6 @@ def write_report(report: dict, path: str) -> None:
 
 
 def read_report(path: str) -> dict:
+    """A report file, version-checked, upgraded and validated (contract.report.checked_report; raises ReportError)."""
     with open(path) as f:
-        return json.load(f)
+        return checked_report(json.load(f))

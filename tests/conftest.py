@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MARKERS = {
     "": "unit",  # tests/*.py: the import rules, the job limits
     "web": "unit",
+    "contract": "unit",
     "engine": "torch",
     "workers": "torch",
     "workers/test_device.py": "unit",
