@@ -1,4 +1,7 @@
 """One rule for "is this frame the user's file" (contract/userfile.py), used by every engine and page helper."""
+import json
+import os
+
 import pytest
 
 from contract.userfile import is_user_file
@@ -6,17 +9,12 @@ from engine.fxgraph import user_frames
 from engine.usercode import user_line, user_traceback
 
 
-@pytest.mark.parametrize("path, filename, expected", [
-    ("model.py", "model.py", True),  # how the child compiles it
-    ("/tmp/tr/model.py", "model.py", True),  # a recorded trace, run from a path
-    ("/tmp/tr/my_model.py", "model.py", False),
-    ("model.py.bak", "model.py", False),
-    ("/usr/lib/python3.11/site-packages/torch/_dynamo/utils.py", "utils.py", False),
-    ("/usr/lib/python3/dist-packages/foo/utils.py", "utils.py", False),
-    ("/usr/lib/python3.11/functools.py", "functools.py", False),
-    (None, "model.py", False),
-    (12, "model.py", False),
-])
+# The same table the pages' copy of the rule is tested with (tests/js/user-file.test.js).
+with open(os.path.join(os.path.dirname(__file__), "..", "fixtures", "user_file_cases.json")) as f:
+    CASES = json.load(f)
+
+
+@pytest.mark.parametrize("path, filename, expected", CASES)
 def test_is_user_file(path, filename, expected):
     assert is_user_file(path, filename) is expected
 
