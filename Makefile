@@ -56,9 +56,9 @@ run: install assets
 test: install lint lint-js test-js
 	$(PY) -m pytest -q tests
 
-# What needs only the virtual environment (markers: pyproject.toml, applied in tests/conftest.py): no bubblewrap,
-# PostgreSQL, Redis, browser or deploy set-up; its jobs run unsandboxed (trusted test code). How long it takes:
-# docs/benchmarks.md, "Test suite".
+# What needs only the virtual environment (markers: pyproject.toml, applied in tests/conftest.py), and g++ for the
+# Inductor compiles: no bubblewrap, PostgreSQL, Redis, browser or deploy set-up; its jobs run unsandboxed (trusted
+# test code). How long it takes: docs/benchmarks.md, "Test suite: make test-fast".
 test-fast: $(STAMP)
 	PT2SCOPE_ISOLATION=none $(PY) -m pytest -q -m "not (sandbox or services or browser or deploy)" tests
 
