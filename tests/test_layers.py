@@ -107,6 +107,10 @@ def test_storage_and_workers_use_only_the_torch_free_side_of_the_engine(package)
     assert offenders == {}
 
 
+def test_the_engine_parent_side_imports_no_torch_module_even_lazily():
+    assert set(ENGINE_PARENT_SIDE) & engine_modules_importing_torch() == set()
+
+
 def test_the_rules_catch_a_violation(tmp_path, monkeypatch):
     """The checker itself: a file of a fake package importing a higher layer is reported."""
     monkeypatch.setattr(sys.modules[__name__], "ROOT", str(tmp_path))
