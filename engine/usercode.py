@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.utils._pytree as pytree
 
+from contract.userfile import is_user_file
 from engine.report import empty_dir
 from engine.stages.base import Stage
 
@@ -45,7 +46,7 @@ def user_line(exc: BaseException, filename: str) -> int | None:
     """The innermost line of the user's file in an exception's traceback."""
     line = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename == filename or frame.filename.endswith("/" + filename):
+        if is_user_file(frame.filename, filename):
             line = frame.lineno
     return line
 
@@ -60,7 +61,7 @@ def describe(exc: BaseException, filename: str) -> tuple[str, int | None]:
 def user_traceback(exc: BaseException, filename: str) -> str:
     """The traceback from the first frame in the user's file on: what the user needs, not our machinery."""
     frames = traceback.extract_tb(exc.__traceback__)
-    first = next((i for i, f in enumerate(frames) if f.filename.endswith(filename)), 0)
+    first = next((i for i, f in enumerate(frames) if is_user_file(f.filename, filename)), 0)
     return "".join(traceback.format_list(frames[first:]) + traceback.format_exception_only(exc))[-8000:]
 
 
