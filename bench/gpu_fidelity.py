@@ -172,8 +172,9 @@ def diagnose(out_root):
             for _ in range(5):
                 ours.append(runtime.time_round(workload, rung))
                 loop.append(loop_ms(step, 1000))
-            o, l = statistics.median(ours), statistics.median(loop)
-            print(f"{config:<20}{phase:<22}{o:>16.4f}{l:>10.4f}{(o / l - 1) * 100:>7.1f}%  (warm step {step_s * 1e3:.4f} ms)")
+            engine_ms, loop_median = statistics.median(ours), statistics.median(loop)
+            print(f"{config:<20}{phase:<22}{engine_ms:>16.4f}{loop_median:>10.4f}"
+                  f"{(engine_ms / loop_median - 1) * 100:>7.1f}%  (warm step {step_s * 1e3:.4f} ms)")
 
 
 if __name__ == "__main__":

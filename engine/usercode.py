@@ -136,7 +136,7 @@ class LoadStage(Stage):
 
     name = "load"
 
-    def run(self, job: Job) -> None:
+    def run(self, job) -> None:
         from engine.logtap import LogTap
         from engine.report import environment
         from engine.stages.base import Context

@@ -1,6 +1,7 @@
 """The recorded compile: the one compile with every stage's hooks on (Dynamo, AOTAutograd, Inductor collectors),
 on its own copy of the model, seeded like every rung; its first call's outputs are the recorded rung's compared
 step. The three stages run interleaved inside that one call, so their durations come from torch's own metrics."""
+
 from __future__ import annotations
 
 import gc
@@ -70,8 +71,11 @@ class CaptureStage(Stage):
         state.recorded = (inst, compiled, capture_ms, outs, grads)
         runtime.RuntimeCollector(ctx).collect(job.report)
         seconds = job.report["runtime"]["compile_seconds"]
-        durations = {"dynamo": seconds.get("dynamo"), "aot": seconds.get("aot_autograd"),
-                     "inductor": (seconds.get("inductor") or 0) + (seconds.get("codegen") or 0)}
+        durations = {
+            "dynamo": seconds.get("dynamo"),
+            "aot": seconds.get("aot_autograd"),
+            "inductor": (seconds.get("inductor") or 0) + (seconds.get("codegen") or 0),
+        }
         for stage in ("dynamo", "aot", "inductor"):
             if stage in stages_seen:
                 job.end(stage, t0, seconds=durations[stage], config=target.name)

@@ -461,7 +461,7 @@ def machine_load() -> list[float] | None:
 
 def load_summary(before, after) -> dict:
     cores = os.cpu_count() or 1
-    busy = any(l and l[0] > cores for l in (before, after))
+    busy = any(avg and avg[0] > cores for avg in (before, after))
     text = (f"load {before[0] if before else '?'} -> {after[0] if after else '?'} (1-minute average) on {cores} "
             f"cores" + (": the machine was busy while timing, figures are noisier than on a quiet machine"
                         if busy else ""))

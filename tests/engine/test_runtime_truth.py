@@ -1,5 +1,6 @@
 """Issue 9, the runtime half: every figure of the ladder is right, or says why it may not be. Real jobs on real
 torch (CPU); each false reading of the issue has a case here that the old ladder got wrong."""
+
 import os
 import statistics
 import textwrap
@@ -111,8 +112,10 @@ def job(tmp_path_factory):
 
     def run(name, configs=tuple(NO_INDUCTOR)):
         if (name, configs) not in cache:
-            report = run_job(JobRequest(code=textwrap.dedent(MODELS[name]), filename="model.py",
-                                        configs=list(configs)), job_dir=str(tmp_path_factory.mktemp(name)))
+            report = run_job(
+                JobRequest(code=textwrap.dedent(MODELS[name]), filename="model.py", configs=list(configs)),
+                job_dir=str(tmp_path_factory.mktemp(name)),
+            )
             assert report["status"] == "ok", report["failure"]
             cache[name, configs] = report
         return cache[name, configs]
@@ -150,11 +153,14 @@ def test_state_outside_the_model_reads_nondeterministic_not_ok(job):
     assert {b["correctness"]["verdict"] for b in report["runtime"]["benchmarks"]} == {"nondeterministic"}
 
 
-@pytest.mark.parametrize("name, configs, stage, words", [
-    ("dynamo_diverges", tuple(NO_INDUCTOR), "dynamo", "Dynamo"),
-    ("aot_diverges", tuple(NO_INDUCTOR), "aot_autograd", "AOTAutograd"),
-    ("inductor_diverges", tuple(NO_INDUCTOR) + ("inductor_default",), "inductor", "Inductor"),
-])
+@pytest.mark.parametrize(
+    "name, configs, stage, words",
+    [
+        ("dynamo_diverges", tuple(NO_INDUCTOR), "dynamo", "Dynamo"),
+        ("aot_diverges", tuple(NO_INDUCTOR), "aot_autograd", "AOTAutograd"),
+        ("inductor_diverges", tuple(NO_INDUCTOR) + ("inductor_default",), "inductor", "Inductor"),
+    ],
+)
 def test_the_first_divergent_stage_is_named_in_words(job, name, configs, stage, words):
     report = job(name, configs)
     correctness = report["runtime"]["correctness"]
@@ -165,7 +171,7 @@ def test_the_first_divergent_stage_is_named_in_words(job, name, configs, stage, 
     bad = by_config[first_bad]["correctness"]
     assert bad["max_abs_error"] > bad["atol"] == 1e-4  # float32 tolerance, as torch._dynamo.utils.same
     # Every rung before it agrees with eager.
-    for r in correctness["ladder"][:[r["config"] for r in correctness["ladder"]].index(first_bad)]:
+    for r in correctness["ladder"][: [r["config"] for r in correctness["ladder"]].index(first_bad)]:
         assert r["verdict"] == "match"
 
 
@@ -229,8 +235,10 @@ def test_three_seed_jobs_agree_within_15_percent_or_say_undecided(tmp_path_facto
         code = f.read()
     speedups = []
     for i in range(3):
-        report = run_job(JobRequest(code=code, filename="seed.py", configs=["eager", "inductor_default"]),
-                         job_dir=str(tmp_path_factory.mktemp(f"seed-{i}")))
+        report = run_job(
+            JobRequest(code=code, filename="seed.py", configs=["eager", "inductor_default"]),
+            job_dir=str(tmp_path_factory.mktemp(f"seed-{i}")),
+        )
         assert report["status"] == "ok", report["failure"]
         speedups.append({b["config"]: b for b in report["runtime"]["benchmarks"]}["inductor_default"]["speedup"])
     decided = [s["value"] for s in speedups if s["decided"]]
@@ -242,6 +250,7 @@ def test_three_seed_jobs_agree_within_15_percent_or_say_undecided(tmp_path_facto
 
 
 # --- the verdict's arithmetic, without a job --------------------------------------------------------------------
+
 
 def test_float32_tolerance_is_torch_benchmarks_and_the_fp64_check_rescues_rounding():
     ref = [torch.ones(2000)]
@@ -270,15 +279,18 @@ def test_a_speedup_is_decided_only_when_its_rounds_agree():
 
 def test_cuda_graph_recordings_and_re_recordings_are_counted_with_torchs_reasons():
     # The messages torch._inductor.cudagraph_trees logs at debug level (its own format strings).
-    messages = ["[0/0] Recording function=0, mode=CompilationMode.FORWARD, cuda_graph_id=0, inputs: 1",
-                "[0/0] Re-recording function=0, mode=CompilationMode.FORWARD, reason=static input data pointer "
-                "changed.\ninput name: primals_1. data pointer changed from 1 to 2."]
+    messages = [
+        "[0/0] Recording function=0, mode=CompilationMode.FORWARD, cuda_graph_id=0, inputs: 1",
+        "[0/0] Re-recording function=0, mode=CompilationMode.FORWARD, reason=static input data pointer "
+        "changed.\ninput name: primals_1. data pointer changed from 1 to 2.",
+    ]
     status = runtime.cudagraph_status("cuda", "inductor_reduce_overhead", [], 0, messages)
     assert status["status"] == "used" and status["recordings"] == 1 and status["rerecords"] == 1
     assert status["rerecord_reasons"][0].startswith("static input data pointer changed")
     assert "1 re-recorded: static input data pointer changed" in status["reason"]
-    skipped = runtime.cudagraph_status("cuda", "inductor_reduce_overhead", ["skipping cudagraphs due to mutated inputs"],
-                                       1, [])
+    skipped = runtime.cudagraph_status(
+        "cuda", "inductor_reduce_overhead", ["skipping cudagraphs due to mutated inputs"], 1, []
+    )
     assert skipped["status"] == "skipped" and "mutated inputs" in skipped["reason"]
 
 
