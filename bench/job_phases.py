@@ -30,8 +30,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from contract.timeline import phase_seconds  # noqa: E402
 from submit_latency import POLL_S, ROOT, _free_port, _get_json, _wait_for  # noqa: E402
+
+from contract.timeline import phase_seconds  # noqa: E402
 
 SEED_PATH = os.path.join(ROOT, "examples", "seed.py")
 # The reference: what a user would run by hand, timed from inside (import, first compiled call) and outside.

@@ -81,15 +81,16 @@ TIMELINE_PHASES = {
     "wait_for_job": "child: started ahead (sandbox up, torch and the stages imported), it waits for its job",
     "handover": "child started ahead: it reads the job its parent wrote into its folder",
     "import_engine": "child: pt2scope's engine and report types are imported",
-    "import_torch": "child: `import torch`",
-    "device_init": "child: the device is initialised and described",
-    "load_user_code": "child: the user's file is run and `model`, `example_inputs` read",
+    "import_torch": "child: `import torch` and the engine's stages (which import it)",
+    "load_user_code": "child: the device described, the user's file run and `model`, `example_inputs` read",
     "eager": "child: one plain eager step, the reference of every error and speedup",
     "install_hooks": "child: every stage's capture hooks are installed (torch._dynamo and Inductor imported)",
     "compile": "child: the recorded compile (Dynamo, AOTAutograd, Inductor with every stage's hooks on), first call",
     "compile_workers_start": "child: Inductor's compile worker processes start (part of a compile)",
     "collect": "child: the stages' captures are turned into the report",
-    "benchmark": "child: one config of the ladder, its own compile (first call) and timed steps",
+    "ladder_setup": "child: the ladder is set up: the memory bandwidth measured (copies of a 128 MiB tensor on CPU)",
+    "benchmark": "child: with a config, that rung's own compile and first call; without, the timed rounds of every "
+                 "config together",
     "profile": "child: the recorded config's kernels under the profiler",
     "write_report": "child: report.json is written",
     "process_exit": "parent: the child exits after its report (interpreter shutdown, sandbox teardown)",
@@ -99,3 +100,21 @@ TIMELINE_PHASES = {
     "untracked": "a gap between two measured phases",
 }
 TIMELINE_SIDES = ("web", "worker", "parent", "child")
+
+
+class ConfigError(ValueError):
+    """A request the engine cannot run (unknown config or device); raised before any process starts."""
+
+
+def parse_configs(names, device: str) -> list[str]:
+    """Validate config names and return them in ladder order, plain eager always first (the web app's form and
+    API, and the engine's JobRequest, check requests with it)."""
+    if device not in DEFAULT_CONFIGS:
+        raise ConfigError(f"unknown device {device!r}: choose one of {', '.join(DEFAULT_CONFIGS)}")
+    if not names:
+        return list(DEFAULT_CONFIGS[device])
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        raise ConfigError(f"unknown config {', '.join(map(repr, unknown))}: choose from {', '.join(CONFIGS)}")
+    wanted = set(names) | {"eager"}
+    return [n for n in CONFIGS if n in wanted]

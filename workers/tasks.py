@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import traceback
-from datetime import timezone
+from datetime import UTC
 
 from celery import signals
 
@@ -39,7 +39,7 @@ def run_compile(self, run_id: int) -> None:
     if run is None:
         log.info("run %s is not queued any more (redelivered or reaped): skipped", run_id)
         return
-    requested = run.created_at.replace(tzinfo=timezone.utc).timestamp()  # the web app's submit time
+    requested = run.created_at.replace(tzinfo=UTC).timestamp()  # the web app's submit time
     timeline.add("queue_wait", requested, picked_up)
     timeline.add("claim", picked_up, time.time())
     job_dir = os.path.join(settings.jobs_path, run.slug)

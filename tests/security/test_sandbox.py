@@ -64,7 +64,7 @@ def _probe(tmp_path, monkeypatch, ahead=False):
     if ahead:  # it served this one job and is gone: no second job can run in it
         assert prestarted.child.proc.poll() is not None and not prestarted.fits(request, Isolation())
         assert "sandbox_start" in {p["phase"] for p in report["timeline"]["phases"] if p["ahead"]}
-    line = next(l for l in report["user_output"]["stdout"].splitlines() if l.startswith("PROBE"))
+    line = next(out for out in report["user_output"]["stdout"].splitlines() if out.startswith("PROBE"))
     return report, json.loads(line[len("PROBE"):]), host_tmp_file
 
 

@@ -122,7 +122,7 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     for before, after in zip(top, top[1:]):
         assert abs(after["start_s"] - before["end_s"]) < 0.005, (before, after)
     assert timeline["wall_s"] == top[-1]["end_s"]
-    assert timeline["untracked_s"] <= 0.05 * timeline["wall_s"], [(p["phase"], p["start_s"], p["end_s"]) for p in top]
+    assert timeline["untracked_s"] <= 0.05 * timeline["wall_s"], [(p["phase"], p["start_s"], p["end_s"]) for p in top][9:]
     # The run row's own times, kept by the database: created (the request) to finished (just before the store
     # commit ends).
     created, finished = (datetime.fromisoformat(status[k].rstrip("Z")) for k in ("created_at", "finished_at"))
