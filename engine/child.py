@@ -6,6 +6,7 @@ JOB_DIR/report.json.partial after each stage (so a crash keeps what was done) an
 """
 from __future__ import annotations
 
+import faulthandler
 import gc
 import json
 import os
@@ -27,6 +28,10 @@ class Job:
         fd = os.environ.get("PT2SCOPE_EVENT_FD")
         self.events = os.fdopen(int(fd), "w", buffering=1) if fd else None
         self.stage = "load"
+        dump_at = os.environ.get("PT2SCOPE_STACK_DUMP_AT")
+        if dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
+            self.stack_dump = open(os.path.join(job_dir, "stack-at-time-limit.txt"), "w")
+            faulthandler.dump_traceback_later(max(0.1, float(dump_at) - time.time()), file=self.stack_dump)
 
     def emit(self, event: dict) -> None:
         event.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from dataclasses import dataclass
 
 SCHEMA_VERSION = 1
@@ -105,6 +106,11 @@ def failed_report(request: dict, stage: str, kind: str, message: str, *, file=No
                          "traceback": traceback_text}
     report["errors"].append({"stage": stage, "message": message})
     return report
+
+
+def new_error_id() -> str:
+    """The id an internal error is logged with and shown to the user as (never our traceback or paths)."""
+    return secrets.token_hex(6)
 
 
 def write_report(report: dict, path: str) -> None:

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 
 from storage import runstore
@@ -25,29 +26,81 @@ from storage.queue import QUEUES
 from workers.launch import web_command, worker_command, worker_queues
 
 
+# A worker that dies sooner than this after its start is not restarted: it would only die again (a worker that
+# refuses to start, e.g. without a working sandbox, exits with code 3 at once).
+WORKER_MIN_LIFETIME_S = 20.0
+
+
 def serve(settings: Settings, host: str, port: int) -> int:
     migrate(settings.database_url)
     env = {**os.environ, **settings.to_env()}
     queues = worker_queues()
     print(f"pt2scope: http://{host}:{port}  (worker queues: {', '.join(queues)}; data in {settings.instance_path})",
           flush=True)
-    worker = subprocess.Popen(worker_command(f"embedded-{os.getpid()}@%h", queues), env=env)
     web = subprocess.Popen(web_command(host, port), env=env)
-    children = (web, worker)
+    worker = EmbeddedWorker(queues, env)
+    stopping = False
 
     def stop(*_):
-        for child in children:
+        nonlocal stopping
+        stopping = True
+        for child in (web, worker.process):
             if child.poll() is None:
                 child.terminate()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    try:
-        os.wait()  # either child ending ends both: a server without its worker would queue jobs forever
-    except ChildProcessError:
-        pass
+    while not stopping:
+        try:
+            pid, _ = os.wait()  # a server without its worker would queue jobs forever: the worker is restarted
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if pid == web.pid or stopping:
+            break
+        if pid == worker.process.pid:
+            lived = worker.ended()
+            reap_worker(settings, worker.name)
+            if lived < WORKER_MIN_LIFETIME_S:
+                print(f"pt2scope: the worker died {lived:.0f} s after it started: stopping", file=sys.stderr,
+                      flush=True)
+                break
+            print("pt2scope: the worker died: its runs are failed, a new worker starts", file=sys.stderr, flush=True)
+            worker = EmbeddedWorker(queues, env)
     stop()
-    return max((child.wait() for child in children), default=0)
+    return max((child.wait() for child in (web, worker.process)), default=0)
+
+
+class EmbeddedWorker:
+    """The embedded worker process, in a session of its own so that its pool process (and through it, the
+    job's sandbox, which dies with its parent) can be killed with it."""
+
+    started_count = 0
+
+    def __init__(self, queues: list[str], env: dict):
+        EmbeddedWorker.started_count += 1
+        # A new name each start: the reaper must see the restart (socket.gethostname() spelt out, not %h, so the
+        # launcher knows the name it has to reap).
+        self.name = f"embedded-{os.getpid()}-{EmbeddedWorker.started_count}@{socket.gethostname()}"
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(worker_command(self.name, queues), env=env, start_new_session=True)
+
+    def ended(self) -> float:
+        """Kill what the dead worker left (its pool process); return how long it lived."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+        return time.monotonic() - self.started
+
+
+def reap_worker(settings: Settings, name: str) -> list[str]:
+    """Fail the runs a dead worker held, at once (not after its heartbeat goes stale)."""
+    with session_factory(settings.database_url)() as session:
+        runstore.forget_worker(session, name)
+        return runstore.reap_stale_runs(session, settings)
 
 
 def default_worker_name(queues: list[str]) -> str:

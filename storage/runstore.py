@@ -5,22 +5,28 @@ touches the tables directly.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
+from sqlalchemy import text as sql_text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from engine.report import STAGES
 from contract import graphs
 from storage.config import Settings
+from storage.text import storable, storable_json
 from storage.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
                            RunEvent, WorkerHeartbeat, utcnow)
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
+# The most one run's report may take once stored (sections, outlines and graph payloads together): beyond it the
+# report is refused with a message in the run (Settings.report_limit_mb sets it for the workers).
+REPORT_LIMIT_BYTES = 256 * 1024 * 1024
 
 
 @dataclass
@@ -34,7 +40,23 @@ class Submission:
     configs: list[str]
 
 
-def create_run(session: Session, submission: Submission, client: str | None = None) -> Run:
+def create_run(session: Session, submission: Submission, client: str | None = None,
+               limit: tuple[int, datetime] | None = None) -> Run | None:
+    """Store a new queued run. With ``limit`` (count, since): only if ``client`` submitted fewer than count runs
+    since then, else None; the check and the insert hold a lock per client (PostgreSQL: an advisory lock; SQLite:
+    the database's write lock), so parallel submissions cannot all pass one check."""
+    if limit is not None and client is not None:
+        session.commit()  # end the request's reads: the lock and the count belong to one new transaction
+        dialect = session.get_bind().dialect.name
+        if dialect == "sqlite":
+            session.execute(sql_text("BEGIN IMMEDIATE"))
+        elif dialect == "postgresql":
+            key = int.from_bytes(hashlib.sha256(client.encode()).digest()[:8], "big", signed=True)
+            session.execute(select(func.pg_advisory_xact_lock(key)))
+        count, since = limit
+        if len(recent_submissions(session, client, since)) >= count:
+            session.rollback()
+            return None
     run = Run(code=submission.code, filename=submission.filename, device=submission.device,
               train=submission.train, configs=submission.configs, queue=QUEUE_FOR_DEVICE[submission.device],
               client=client)
@@ -78,30 +100,44 @@ def claim_run(session: Session, run_id: int, worker_name: str, pid: int) -> Run 
 
 
 def record_event(session: Session, run_id: int, event: dict) -> None:
+    """Store one progress event (engine.events has their schema; every field is made storable here as well)."""
     text = event.get("text")
     if text is None and event.get("event") != "stage":  # keep unknown events readable rather than dropping them
         text = json.dumps({k: v for k, v in event.items() if k != "event"}, default=str)
-    session.add(RunEvent(run_id=run_id, kind=str(event.get("event", "message"))[:32], stage=event.get("stage"),
-                         state=event.get("state"), elapsed_s=_number(event.get("elapsed_s")),
-                         seconds=_number(event.get("seconds")), text=text))
+    session.add(RunEvent(run_id=run_id, kind=storable(event.get("event", "message"), 32),
+                         stage=_short_text(event.get("stage"), 32), state=_short_text(event.get("state"), 16),
+                         elapsed_s=_number(event.get("elapsed_s")), seconds=_number(event.get("seconds")),
+                         text=storable(text)))
     session.commit()
 
 
-def store_report(session: Session, run_id: int, report: dict) -> None:
+def store_report(session: Session, run_id: int, report: dict, limit_bytes: int = REPORT_LIMIT_BYTES) -> None:
     """Store the engine's report section by section (with each section's outline and each graph as the viewer
-    reads it, so pages never build them) and finish the run as succeeded or failed."""
+    reads it, so pages never build them) and finish the run as succeeded or failed. A report larger than
+    ``limit_bytes`` as stored is not kept: the run fails with kind "report_limit"."""
     run = session.get(Run, run_id)
     session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
     session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
+    rows, stored_bytes = [], 0
     for position, (name, value) in enumerate(report.items()):
         outline = graphs.section_outline(value)
-        session.add(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
+        rows.append(ReportSection(run_id=run_id, name=storable(name, 64), position=position, body=_json_text(value),
                                   outline=None if outline is None else _json_text(outline)))
+        stored_bytes += len(rows[-1].body) + len(rows[-1].outline or "")
     for graph_id, graph in graphs.report_graphs(report):
-        session.add(ReportGraph(run_id=run_id, graph_id=graph_id,
+        rows.append(ReportGraph(run_id=run_id, graph_id=graph_id,
                                 body=_json_text(graphs.graph_payload(graph_id, graph))))
-    run.environment = report.get("environment") or {}
-    run.summary = summarize(report)
+        stored_bytes += len(rows[-1].body)
+    if stored_bytes > limit_bytes:  # one run's report must not fill the database nor slow every page reading it
+        rows = []
+        report = {**report, "status": "failed", "failure": {
+            "stage": "report", "kind": "report_limit",
+            "message": f"the report takes {stored_bytes / 2**20:.0f} MiB once stored, more than the limit of "
+                       f"{limit_bytes / 2**20:.0f} MiB (PT2SCOPE_REPORT_LIMIT_MB): it was not kept. Use a smaller "
+                       "model, fewer configs or less output."}}
+    session.add_all(rows)
+    run.environment = storable_json(report.get("environment") or {}) if rows else {}
+    run.summary = storable_json(summarize(report)) if rows else None
     run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
     failure = report.get("failure")
     if report.get("status") == "ok" and not failure:
@@ -121,12 +157,13 @@ def fail_run(session: Session, run: Run, stage: str, kind: str, message: str) ->
 
 def _set_error(run: Run, failure: dict) -> None:
     run.status = FAILED
-    run.error_stage = failure.get("stage")
-    run.error_kind = failure.get("kind")
-    run.error_message = failure.get("message")
-    run.error_file = failure.get("file")
-    run.error_line = failure.get("line") if isinstance(failure.get("line"), int) else None
-    run.error_traceback = failure.get("traceback") or None
+    run.error_stage = _short_text(failure.get("stage"), 32)
+    run.error_kind = _short_text(failure.get("kind"), 64)
+    run.error_message = storable(failure.get("message"))
+    run.error_file = _short_text(failure.get("file"), 255)
+    line = failure.get("line")
+    run.error_line = line if isinstance(line, int) and not isinstance(line, bool) and 0 <= line < 2**31 else None
+    run.error_traceback = storable(failure.get("traceback")) or None
 
 
 def summarize(report: dict) -> dict:
@@ -321,6 +358,11 @@ def _process_exists(pid: int) -> bool:
 
 def _json_text(value) -> str:
     return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _short_text(value, max_chars: int) -> str | None:
+    """A field a job sets that should be a short string: anything else is dropped, a string made storable."""
+    return storable(value, max_chars) if isinstance(value, str) else None
 
 
 def _number(value) -> float | None:

@@ -23,19 +23,26 @@ def create_run():
                                   online_queues=runstore.online_queues(session, settings))
     if errors:
         return jsonify(errors=errors), 400
-    limited = security.rate_limited()
-    if limited:
-        return jsonify(errors={"rate_limit": limited[0]}), 429, {"Retry-After": str(limited[1])}
     run = submit(submission)
+    if run is None:
+        message, wait = security.rate_limited() or RATE_LIMITED
+        return jsonify(errors={"rate_limit": message}), 429, {"Retry-After": str(wait)}
     return jsonify(id=run.slug, url=url_for("pages.report", slug=run.slug, _external=True),
                    status_url=url_for("api.get_run", slug=run.slug, _external=True),
                    report_url=url_for("api.get_report", slug=run.slug, _external=True)), 202
 
 
-def submit(submission: runstore.Submission) -> Run:
-    """Store and enqueue a validated run (the form posts here too)."""
+# What a rejected submission says if the window slid on between the check and the message.
+RATE_LIMITED = ("Too many runs from this address: try again in a minute.", 60)
+
+
+def submit(submission: runstore.Submission) -> Run | None:
+    """Store and enqueue a validated run (the form posts here too); None when the client is over its rate limit
+    (checked atomically with the insert)."""
     session = context.session()
-    run = runstore.create_run(session, submission, client=security.client_id())
+    run = runstore.create_run(session, submission, client=security.client_id(), limit=security.submission_limit())
+    if run is None:
+        return None
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever

@@ -10,7 +10,7 @@ from webapp.examples import list_examples, read_example
 from storage.models import FINISHED_STATUSES, RUNNING, Run
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
-from webapp.views.api import submit
+from webapp.views.api import RATE_LIMITED, submit
 
 bp = Blueprint("pages", __name__)
 
@@ -69,10 +69,10 @@ def create_run():
                                       online_queues=runstore.online_queues(session, settings))
     if errors:
         return _form_page(form, errors), 422
-    limited = security.rate_limited()
-    if limited:
-        return _form_page(form, {"code": limited[0]}), 429, {"Retry-After": str(limited[1])}
     run = submit(submission)
+    if run is None:
+        message, wait = security.rate_limited() or RATE_LIMITED
+        return _form_page(form, {"code": message}), 429, {"Retry-After": str(wait)}
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
 
