@@ -357,7 +357,13 @@ def _process_exists(pid: int) -> bool:
 
 
 def _json_text(value) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    if "\\ud" in text:  # maybe a lone surrogate (a pair is fine): no page could show it, so escape it visibly
+        try:
+            json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(storable_json(value), separators=(",", ":"), default=str)
+    return text
 
 
 def _short_text(value, max_chars: int) -> str | None:
