@@ -26,9 +26,9 @@ from storage.queue import QUEUES
 from workers.launch import web_command, worker_command, worker_queues
 
 
-# A worker that dies sooner than this after its start is not restarted: it would only die again (a worker that
+# A worker that died this many times within the window is not restarted: it would only die again (a worker that
 # refuses to start, e.g. without a working sandbox, exits with code 3 at once).
-WORKER_MIN_LIFETIME_S = 20.0
+WORKER_DEATHS_TO_GIVE_UP, WORKER_DEATHS_WINDOW_S = 3, 120.0
 
 
 def serve(settings: Settings, host: str, port: int) -> int:
@@ -37,9 +37,9 @@ def serve(settings: Settings, host: str, port: int) -> int:
     queues = worker_queues()
     print(f"pt2scope: http://{host}:{port}  (worker queues: {', '.join(queues)}; data in {settings.instance_path})",
           flush=True)
-    web = subprocess.Popen(web_command(host, port), env=env)
     worker = EmbeddedWorker(queues, env)
-    stopping = False
+    web = subprocess.Popen(web_command(host, port), env=env)
+    stopping, deaths = False, []
 
     def stop(*_):
         nonlocal stopping
@@ -57,17 +57,17 @@ def serve(settings: Settings, host: str, port: int) -> int:
             break
         except InterruptedError:
             continue
-        if pid == web.pid or stopping:
+        if pid != worker.process.pid or stopping:  # the web server ended (or we are stopping): end both
             break
-        if pid == worker.process.pid:
-            lived = worker.ended()
-            reap_worker(settings, worker.name)
-            if lived < WORKER_MIN_LIFETIME_S:
-                print(f"pt2scope: the worker died {lived:.0f} s after it started: stopping", file=sys.stderr,
-                      flush=True)
-                break
-            print("pt2scope: the worker died: its runs are failed, a new worker starts", file=sys.stderr, flush=True)
-            worker = EmbeddedWorker(queues, env)
+        worker.ended()
+        reap_worker(settings, worker.name)
+        deaths = [t for t in deaths if t > time.monotonic() - WORKER_DEATHS_WINDOW_S] + [time.monotonic()]
+        if len(deaths) >= WORKER_DEATHS_TO_GIVE_UP:
+            print(f"pt2scope: the worker died {len(deaths)} times within {WORKER_DEATHS_WINDOW_S:g} s: stopping",
+                  file=sys.stderr, flush=True)
+            break
+        print("pt2scope: the worker died: its runs are failed, a new worker starts", file=sys.stderr, flush=True)
+        worker = EmbeddedWorker(queues, env)
     stop()
     return max((child.wait() for child in (web, worker.process)), default=0)
 
@@ -83,17 +83,15 @@ class EmbeddedWorker:
         # A new name each start: the reaper must see the restart (socket.gethostname() spelt out, not %h, so the
         # launcher knows the name it has to reap).
         self.name = f"embedded-{os.getpid()}-{EmbeddedWorker.started_count}@{socket.gethostname()}"
-        self.started = time.monotonic()
         self.process = subprocess.Popen(worker_command(self.name, queues), env=env, start_new_session=True)
 
-    def ended(self) -> float:
-        """Kill what the dead worker left (its pool process); return how long it lived."""
+    def ended(self) -> None:
+        """Kill what the dead worker left (its pool process)."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.process.wait()
-        return time.monotonic() - self.started
 
 
 def reap_worker(settings: Settings, name: str) -> list[str]:
