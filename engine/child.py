@@ -272,7 +272,10 @@ def main(argv: list[str]) -> int:
         else:
             job.report = failed_report(job.request, job.stage, "internal_error", f"{type(exc).__name__}: {exc}",
                                        traceback_text=traceback.format_exc()[-8000:], partial=job.report)
-        job.emit({"event": "stage", "stage": job.stage, "state": "failed", "message": job.report["failure"]["message"]})
+        # Kind and message also by event: the parent still knows them if the report cannot be written (a full
+        # job folder).
+        job.emit({"event": "stage", "stage": job.stage, "state": "failed", "kind": job.report["failure"]["kind"],
+                  "message": job.report["failure"]["message"]})
     if os.getpid() != job_pid:
         os._exit(0)
     job.save()

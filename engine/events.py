@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from engine.report import CONFIGS, STAGES
 
@@ -17,6 +18,7 @@ MAX_EVENTS = 5000  # forwarded per job (each one is a database row)
 EVENT_BYTES_LIMIT = 1024 * 1024  # forwarded per job, all events together (as the parent re-encodes them)
 MAX_MESSAGE_CHARS = 2000  # an event's message (the failure message is also in the report, in full)
 STATES = ("started", "finished", "failed")
+FAILURE_KIND = re.compile(r"[a-z_]{1,32}\Z")  # a failed stage's failure kind (memory, user_exception, ...)
 
 
 def parse(line: bytes) -> dict | None:
@@ -44,6 +46,11 @@ def parse(line: bytes) -> dict | None:
         if not (isinstance(config, str) and config in CONFIGS):
             return None
         event["config"] = config
+    kind = raw.get("kind")
+    if kind is not None:
+        if not (isinstance(kind, str) and FAILURE_KIND.match(kind)):
+            return None
+        event["kind"] = kind
     message = raw.get("message")
     if message is not None:
         if not isinstance(message, str):

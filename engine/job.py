@@ -108,7 +108,11 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
 
     read_fd, write_fd = os.pipe()
     cleanup.callback(os.close, read_fd)
-    seccomp_fd = seccomp.filter_fd() if isolation.mode == "bubblewrap" else None
+    sandboxed = isolation.mode == "bubblewrap"
+    status_read, status_write = os.pipe() if sandboxed else (None, None)
+    if sandboxed:
+        cleanup.callback(os.close, status_read)
+    seccomp_fd = seccomp.filter_fd() if sandboxed else None
     # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
     # the parent reads back is always the file it created (never a link the job planted).
     out, err = (cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b"))
@@ -117,25 +121,26 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            sandbox.child_command(isolation, request, job_dir, env, uid, seccomp_fd), cwd=job_dir, env=env,
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            pass_fds=(write_fd,) + (() if seccomp_fd is None else (seccomp_fd,)),
+            sandbox.child_command(isolation, request, job_dir, env, uid, seccomp_fd, status_write), cwd=job_dir,
+            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            pass_fds=tuple(fd for fd in (write_fd, seccomp_fd, status_write) if fd is not None),
             start_new_session=True,  # own process group: a kill reaches every descendant
             preexec_fn=group.join_in_child if group.enforced else None,
         )
     except OSError as exc:
         return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
     finally:
-        os.close(write_fd)
-        if seccomp_fd is not None:
-            os.close(seccomp_fd)
+        for fd in (write_fd, seccomp_fd, status_write):
+            if fd is not None:
+                os.close(fd)
     group.started(proc.pid)
 
-    pump = _Pump(proc, read_fd, request, job_dir, started, on_event, group, watch_space=not job_space)
+    pump = _Pump(proc, read_fd, status_read, request, job_dir, started, on_event, group,
+                 watch_space=not job_space)
     try:
         pump.run()
         pump._note_full_space()
-        if pump.killed_for is None and pump.failure is None:
+        if pump.killed_for is None and pump.failure is None and pump.exit_code is None:
             try:  # the child closed its pipe: let bubblewrap pass its exit status on before anything is killed
                 proc.wait(timeout=EXIT_GRACE_S)
             except subprocess.TimeoutExpired:
@@ -146,7 +151,7 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
         _kill_group(proc.pid)
         group.kill_all()
         proc.wait()
-    returncode = proc.returncode
+    returncode = proc.returncode if pump.exit_code is None else pump.exit_code
 
     request_dict = asdict(request)
     report_path = os.path.join(job_dir, "report.json")
@@ -169,6 +174,11 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
                                partial=partial)
     elif pump.killed_for == "memory" or group.counter("oom") > 0:  # the kernel killed a process of the job
         report = failed_report(request_dict, stage, "memory", _memory_message(request, stage), partial=partial)
+    elif pump.failed_event and (report is None or report.get("status") not in ("ok", "failed")):
+        # The child knew why it failed but could not write its report (its folder was full): its event says.
+        report = failed_report(request_dict, stage, pump.failed_event["kind"],
+                               pump.failed_event.get("message", "") + " (the job could not write its report)",
+                               partial=partial)
     elif pump.space_full and (report is None or report.get("status") not in ("ok", "failed")):
         report = failed_report(request_dict, stage, "output_limit",
                                f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': the "
@@ -246,14 +256,17 @@ class _Pump:
     those the whole job has been killed.
     """
 
-    def __init__(self, proc, read_fd, request: JobRequest, job_dir: str, started: float, on_event,
+    def __init__(self, proc, read_fd, status_fd, request: JobRequest, job_dir: str, started: float, on_event,
                  group: JobGroup, watch_space: bool):
         self.proc, self.read_fd, self.request, self.job_dir = proc, read_fd, request, job_dir
+        # bubblewrap's status (sandbox.child_command): the job's own process ended, with this exit status.
+        self.status_fd, self.status_buf, self.exit_code = status_fd, b"", None
         self.deadline = started + request.time_limit_s
         self.on_event, self.group, self.watch_space = on_event, group, watch_space
         self.last_stage, self.killed_for, self.failure = "load", None, None
         self.forwarded = self.forwarded_bytes = 0
         self.capped = self.space_full = False
+        self.failed_event = None  # the child's own "failed" event, with the failure's kind and message
 
     def run(self) -> None:
         output_limit = self.request.output_limit_mb * 1024 * 1024
@@ -273,8 +286,12 @@ class _Pump:
                     return self._kill("memory")
                 if self.proc.poll() is not None and not select.select([self.read_fd], [], [], 0)[0]:
                     return  # the child is gone; a process it left holding the pipe does not count
-            ready, _, _ = select.select([self.read_fd], [], [], min(self.deadline - now, OUTPUT_CHECK_INTERVAL_S))
-            if not ready:
+            readable = [self.read_fd] + ([self.status_fd] if self.status_fd is not None else [])
+            ready, _, _ = select.select(readable, [], [], min(self.deadline - now, OUTPUT_CHECK_INTERVAL_S))
+            if self.status_fd in ready and self._job_process_ended():
+                self._drain(buf)
+                return  # what it left behind (a fork bomb's copies, daemons) is killed by the caller
+            if self.read_fd not in ready:
                 continue
             chunk = os.read(self.read_fd, 65536)
             if not chunk:  # every writer closed: the child (and its descendants) exited
@@ -287,10 +304,46 @@ class _Pump:
                 event = events.parse(line)
                 if event is None:
                     continue
-                if event["event"] == "stage":
-                    self.last_stage = event["stage"]
+                self._note(event)
                 if self.on_event and not self._forward(event):
                     return
+
+    def _job_process_ended(self) -> bool:
+        chunk = os.read(self.status_fd, 4096)
+        if not chunk:
+            self.status_fd = None  # bubblewrap exited
+            return False
+        self.status_buf += chunk
+        *lines, self.status_buf = self.status_buf.split(b"\n")
+        for line in lines:
+            try:
+                status = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(status, dict) and isinstance(status.get("exit-code"), int):
+                self.exit_code = status["exit-code"]
+        return self.exit_code is not None
+
+    def _drain(self, buf: bytes) -> None:
+        """The events the job's process wrote before it ended (still in the pipe)."""
+        while select.select([self.read_fd], [], [], 0)[0]:
+            chunk = os.read(self.read_fd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            if len(buf) > 4 * events.MAX_LINE_BYTES:
+                break
+        for line in buf.split(b"\n"):
+            event = events.parse(line)
+            if event is not None:
+                self._note(event)
+                if self.on_event and not self._forward(event):
+                    return
+
+    def _note(self, event: dict) -> None:
+        self.last_stage = event["stage"]
+        if event["state"] == "failed" and "kind" in event:
+            self.failed_event = event
 
     def _forward(self, event: dict) -> bool:
         """Hand one event to the caller within the caps; False when the caller failed (the job is killed)."""

@@ -72,16 +72,18 @@ class Isolation:
 
 
 def child_command(isolation: Isolation, request, job_dir: str, env: dict, uid: int | None = None,
-                  seccomp_fd: int | None = None) -> list[str]:
+                  seccomp_fd: int | None = None, status_fd: int | None = None) -> list[str]:
     """The one launch command of a job's child: sandbox, then limits, then ``python -m engine.child JOB_DIR``.
 
     ``request`` is an engine.job.JobRequest: its ``*_limit*`` fields are the limits. ``uid``: the job's leased uid
-    (a root worker); ``seccomp_fd``: engine.seccomp.filter_fd(), inherited by bubblewrap.
+    (a root worker); ``seccomp_fd``: engine.seccomp.filter_fd(), inherited by bubblewrap; ``status_fd``: where
+    bubblewrap writes JSON lines, ``{"exit-code": N}`` once the job's own process ended (bubblewrap itself lives
+    on while any process the job left runs: the parent then kills them).
     """
     command = _prlimit(request) + [CHILD_PYTHON, "-m", "engine.child", job_dir]
     if isolation.mode == "none":
         return command
-    return _bwrap(isolation, job_dir, env, request.device, uid, seccomp_fd) + _drop_root(uid) + command
+    return _bwrap(isolation, job_dir, env, request.device, uid, seccomp_fd, status_fd) + _drop_root(uid) + command
 
 
 def describe(isolation: Isolation, request, *, group: str = "watchdog", job_space: bool = False,
@@ -370,13 +372,15 @@ def _drop_root(uid: int | None) -> list[str]:
 
 
 def _bwrap(isolation: Isolation, job_dir: str, env: dict, device: str, uid: int | None,
-           seccomp_fd: int | None = None) -> list[str]:
+           seccomp_fd: int | None = None, status_fd: int | None = None) -> list[str]:
     job_dir = os.path.realpath(job_dir)
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "pt2scope", "--cap-drop", "ALL"]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
+    if status_fd is not None:
+        args += ["--json-status-fd", str(status_fd)]
     if uid is None:  # not root: a user namespace, and none further inside it
         args += ["--unshare-user", "--disable-userns"]
     else:  # root: no user namespace (see the module docstring); setpriv drops to the job's uid

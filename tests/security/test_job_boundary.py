@@ -106,11 +106,14 @@ def test_user_namespaces_mounts_and_keyrings_are_refused_and_dev_shm_is_writable
     ("exit_code", "crash", "exited with code 3"),
     ("thread_budget", "processes", "process limit of 64 processes and threads reached"),
     ("sleeping_loop", "timeout", "time limit of 8 s reached during stage 'load' at model.py:7"),
+    ("fork_bomb", "processes", "process limit of 64 processes and threads reached"),
 ])
 def test_each_failure_names_its_real_cause(tmp_path, name, kind, message):
     # Address space enough for 64 threads (each reserves a stack and an arena): the process limit is what runs out.
-    report, _ = run_attack(tmp_path, name, time_limit_s=8.0 if name == "sleeping_loop" else 60.0, memory_limit_mb=8192)
+    report, seconds = run_attack(tmp_path, name, time_limit_s=8.0 if name == "sleeping_loop" else 60.0,
+                                 memory_limit_mb=8192)
     assert report["failure"]["kind"] == kind and message in report["failure"]["message"], report["failure"]
+    assert seconds < 40  # not the time limit: the fork bomb's copies die when the job's own process has ended
     if name == "sleeping_loop":
         assert report["failure"]["line"] == 7
 
