@@ -17,10 +17,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from engine.report import STAGES
-from contract import graphs
+from contract import graphs, provenance
 from storage.config import Settings
 from storage.text import storable, storable_json
-from storage.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
+from storage.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportPiece,
+                           ReportSection, Run,
                            RunEvent, WorkerHeartbeat, utcnow)
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
@@ -118,6 +119,7 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
     run = session.get(Run, run_id)
     session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
     session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
+    session.execute(delete(ReportPiece).where(ReportPiece.run_id == run_id))
     rows, stored_bytes = [], 0
     for position, (name, value) in enumerate(report.items()):
         outline = graphs.section_outline(value)
@@ -127,6 +129,10 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
     for graph_id, graph in graphs.report_graphs(report):
         rows.append(ReportGraph(run_id=run_id, graph_id=graph_id,
                                 body=_json_text(graphs.graph_payload(graph_id, graph))))
+        stored_bytes += len(rows[-1].body)
+    rows.append(ReportPiece(run_id=run_id, key=PROVENANCE_DERIVED, body="true"))
+    for line, entry in provenance.by_line(report, run.filename).items():
+        rows.append(ReportPiece(run_id=run_id, key=provenance_key(line), body=_json_text(entry)))
         stored_bytes += len(rows[-1].body)
     if stored_bytes > limit_bytes:  # one run's report must not fill the database nor slow every page reading it
         rows = []
@@ -224,6 +230,34 @@ def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
     except IntegrityError:  # another web process stored it first: the same text
         session.rollback()
     return body
+
+
+# The marker that a run's provenance was derived (even when no line has any), so it never is again.
+PROVENANCE_DERIVED = "provenance-derived"
+
+
+def provenance_key(line: int) -> str:
+    return f"provenance-L{line}"
+
+
+def line_provenance_text(session: Session, run: Run, line: int) -> str:
+    """One line's provenance (contract.provenance), JSON text, as stored with the report. A run stored before
+    provenance was has it derived once, on the first request, for every later one."""
+    body = session.scalar(select(ReportPiece.body).where(ReportPiece.run_id == run.id,
+                                                         ReportPiece.key == provenance_key(line)))
+    if body is not None:
+        return body
+    if session.get(ReportPiece, (run.id, PROVENANCE_DERIVED)) is not None:
+        return _json_text(provenance.empty_entry())  # derived already: nothing came from this line
+    pieces = provenance.by_line(load_sections(session, run, ["dynamo", "aot", "inductor"]), run.filename)
+    try:
+        session.add(ReportPiece(run_id=run.id, key=PROVENANCE_DERIVED, body="true"))
+        session.add_all(ReportPiece(run_id=run.id, key=provenance_key(n), body=_json_text(entry))
+                        for n, entry in pieces.items())
+        session.commit()
+    except IntegrityError:  # another web process stored them first: the same text
+        session.rollback()
+    return _json_text(pieces.get(line) or provenance.empty_entry())
 
 
 def report_json_text(session: Session, run: Run) -> str:

@@ -7,6 +7,7 @@ from webapp import context, security
 
 from storage import runstore
 from storage.models import FINISHED_STATUSES, RUNNING, Run
+from webapp.heavy import heavy_slot
 from webapp.submission import validate
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -100,7 +101,9 @@ def get_report(slug: str):
     if not runstore.has_report(session, run):
         return jsonify(status=run.status, error="This run has no report yet." if run.status not in
                        FINISHED_STATUSES else "This run ended without a report (see its error)."), 409
-    return Response(runstore.report_json_text(session, run), mimetype="application/json")
+    with heavy_slot():
+        text = runstore.report_json_text(session, run)
+    return Response(text, mimetype="application/json")
 
 
 def _run_or_404(slug: str) -> Run:

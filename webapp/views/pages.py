@@ -5,6 +5,7 @@ from flask import Blueprint, Response, abort, jsonify, redirect, render_template
 
 from engine.report import DEFAULT_CONFIGS, STAGES
 from webapp import context, reportview, security
+from webapp.heavy import heavy_slot
 from storage import runstore
 from webapp.examples import list_examples, read_example
 from storage.models import FINISHED_STATUSES, RUNNING, Run
@@ -125,7 +126,9 @@ def report(slug: str, tab: str):
 def graph(slug: str, graph_id: str):
     """One graph for the viewer (contract.graphs.graph_payload), sent as stored: pages list graphs, and each is fetched
     when it is shown."""
-    text = runstore.graph_json_text(context.session(), _run_or_404(slug), graph_id)
+    run = _run_or_404(slug)
+    with heavy_slot():
+        text = runstore.graph_json_text(context.session(), run, graph_id)
     if text is None:
         abort(404)
     # A finished report never changes.
@@ -134,12 +137,17 @@ def graph(slug: str, graph_id: str):
 
 @bp.get("/r/<slug>/provenance.json")
 def provenance(slug: str):
-    """Each user line's Dynamo nodes, ATen nodes and kernels: read when the user selects a line."""
+    """One user line's Dynamo nodes, ATen nodes and kernels (``?line=N``; contract.provenance), read when the
+    user selects the line: a small row stored with the report, never derived per request."""
+    session = context.session()
     run = _run_or_404(slug)
-    sections = runstore.load_sections(context.session(), run, ["dynamo", "aot", "inductor"])
-    response = jsonify(reportview.provenance(sections, run.filename))
-    response.headers["Cache-Control"] = "private, max-age=3600"
-    return response
+    line = request.args.get("line", type=int)
+    if line is None or not 0 < line < 10**7:
+        return jsonify(error="Ask for one line of the file: provenance.json?line=N"), 400
+    if not runstore.has_report(session, run):
+        abort(404)
+    return Response(runstore.line_provenance_text(session, run, line), mimetype="application/json",
+                    headers={"Cache-Control": "private, max-age=3600"})  # a stored report never changes
 
 
 @bp.get("/r/<slug>/report.json")
@@ -148,7 +156,9 @@ def download(slug: str):
     run = _run_or_404(slug)
     if not runstore.has_report(session, run):
         abort(404)
-    return Response(runstore.report_json_text(session, run), mimetype="application/json", headers={
+    with heavy_slot():
+        text = runstore.report_json_text(session, run)
+    return Response(text, mimetype="application/json", headers={
         "Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'})
 
 
