@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
+from contract.vocab import FAILURE_KINDS
 from engine.report import CONFIGS, STAGES
 
 MAX_LINE_BYTES = 64 * 1024  # a longer line is not ours: dropped whole
@@ -18,7 +18,6 @@ MAX_EVENTS = 5000  # forwarded per job (each one is a database row)
 EVENT_BYTES_LIMIT = 1024 * 1024  # forwarded per job, all events together (as the parent re-encodes them)
 MAX_MESSAGE_CHARS = 2000  # an event's message (the failure message is also in the report, in full)
 STATES = ("started", "finished", "failed")
-FAILURE_KIND = re.compile(r"[a-z_]{1,32}\Z")  # a failed stage's failure kind (memory, user_exception, ...)
 
 
 def parse(line: bytes) -> dict | None:
@@ -48,7 +47,7 @@ def parse(line: bytes) -> dict | None:
         event["config"] = config
     kind = raw.get("kind")
     if kind is not None:
-        if not (isinstance(kind, str) and FAILURE_KIND.match(kind)):
+        if not (isinstance(kind, str) and kind in FAILURE_KINDS):
             return None
         event["kind"] = kind
     message = raw.get("message")

@@ -23,9 +23,10 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 
+from contract.report import ReportError, checked_report
 from engine import events, sandbox, seccomp
 from engine.jobgroup import JobGroup
-from engine.report import empty_report, failed_report, new_error_id, parse_configs
+from engine.report import failed_report, new_error_id, parse_configs
 
 PROJECT_ROOT = sandbox.PROJECT_ROOT
 USER_OUTPUT_LIMIT = 64 * 1024  # bytes of the user's stdout/stderr kept in the report (the tail)
@@ -75,7 +76,7 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
     ``on_event(event: dict)`` is called in this thread for every progress event as it arrives (engine.events has
     their schema), e.g. ``{"event": "stage", "stage": "dynamo", "state": "finished", "elapsed_s": 1.2,
     "seconds": 0.4}``. If it raises, the job is killed at once and the report names the failure (kind
-    "internal", with an error id logged with the traceback). ``isolation`` defaults to the environment's
+    "internal_error", with an error id logged with the traceback). ``isolation`` defaults to the environment's
     (PT2SCOPE_ISOLATION, default bubblewrap). ``scratch``: the folder is the job's alone and is removed when it
     ends; it is then a size-limited tmpfs where the worker may mount one (a root worker).
 
@@ -155,9 +156,13 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
 
     request_dict = asdict(request)
     report_path = os.path.join(job_dir, "report.json")
-    partial = _read_child_report(report_path + ".partial", request)
-    report = _read_child_report(report_path, request)
     stage = pump.last_stage
+    partial = _read_partial_report(report_path, request)
+    try:
+        report = _read_child_report(report_path, request)
+    except ReportError as exc:
+        report = failed_report(request_dict, stage, "invalid_report", f"report from the job is invalid: {exc}",
+                               partial=partial)
     if pump.failure is not None:
         report = failed_report(request_dict, stage, *pump.failure, partial=partial)
     elif pump.killed_for == "timeout":
@@ -361,7 +366,7 @@ class _Pump:
         except Exception as exc:  # the caller could not take it (a database error): stop the job, say why
             error_id = new_error_id()
             log.exception("error %s: the progress event handler failed; job killed", error_id)
-            self.failure = ("internal", f"pt2scope could not record this run's progress ({type(exc).__name__}, "
+            self.failure = ("internal_error", f"pt2scope could not record this run's progress ({type(exc).__name__}, "
                                         f"error id {error_id}); the job was stopped. Submit it again.")
             self._kill(None)
             return False
@@ -464,7 +469,7 @@ def _describe_exit(returncode: int, request: JobRequest, isolation: sandbox.Isol
 
 def _read_child_report(path: str, request: JobRequest) -> dict | None:
     """The child's report, read as untrusted data: a regular file (no link, no pipe) within the file size limit,
-    with only the schema's top-level keys kept."""
+    validated against the schema (contract.report; raises ReportError naming the field). None: no report."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -477,13 +482,15 @@ def _read_child_report(path: str, request: JobRequest) -> dict | None:
             report = json.loads(f.read())
         except (ValueError, RecursionError):
             return None
-    if not isinstance(report, dict):
+    return checked_report(report)
+
+
+def _read_partial_report(report_path: str, request: JobRequest) -> dict | None:
+    """What the child saved after its last finished stage, or None if it saved nothing valid."""
+    try:
+        return _read_child_report(report_path + ".partial", request)
+    except ReportError:
         return None
-    # The top level as the schema has it (a key of another type is dropped, so the parent's own additions, such
-    # as failure and errors, cannot break); the sections' contents are checked where they are read.
-    return {key: report[key] for key, default in empty_report({}).items()
-            if key in report and (isinstance(report[key], (dict, type(None))) if key == "failure" else
-                                  default is None or isinstance(report[key], type(default)))}
 
 
 def _tail(f, limit: int) -> bytes:

@@ -16,8 +16,9 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from engine.report import STAGES
 from contract import graphs, provenance
+from contract.report import SCHEMA_VERSION, ReportError, check_version, checked_report
+from contract.vocab import STAGES
 from storage.config import Settings
 from storage.text import storable, storable_json
 from storage.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportPiece,
@@ -113,37 +114,31 @@ def record_event(session: Session, run_id: int, event: dict) -> None:
 
 
 def store_report(session: Session, run_id: int, report: dict, limit_bytes: int = REPORT_LIMIT_BYTES) -> None:
-    """Store the engine's report section by section (with each section's outline and each graph as the viewer
-    reads it, so pages never build them) and finish the run as succeeded or failed. A report larger than
-    ``limit_bytes`` as stored is not kept: the run fails with kind "report_limit"."""
+    """Validate the engine's report (contract.report), store it section by section (with each section's outline,
+    each graph as the viewer reads it and each line's provenance, so pages never build them) and finish the run as
+    succeeded or failed. A report that does not validate is not stored: the run fails naming the field it got
+    wrong; nor is one larger than ``limit_bytes`` as stored: the run fails with kind "report_limit"."""
     run = session.get(Run, run_id)
-    session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
-    session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
-    session.execute(delete(ReportPiece).where(ReportPiece.run_id == run_id))
-    rows, stored_bytes = [], 0
-    for position, (name, value) in enumerate(report.items()):
-        outline = graphs.section_outline(value)
-        rows.append(ReportSection(run_id=run_id, name=storable(name, 64), position=position, body=_json_text(value),
-                                  outline=None if outline is None else _json_text(outline)))
-        stored_bytes += len(rows[-1].body) + len(rows[-1].outline or "")
-    for graph_id, graph in graphs.report_graphs(report):
-        rows.append(ReportGraph(run_id=run_id, graph_id=graph_id,
-                                body=_json_text(graphs.graph_payload(graph_id, graph))))
-        stored_bytes += len(rows[-1].body)
-    rows.append(ReportPiece(run_id=run_id, key=PROVENANCE_DERIVED, body="true"))
-    for line, entry in provenance.by_line(report, run.filename).items():
-        rows.append(ReportPiece(run_id=run_id, key=provenance_key(line), body=_json_text(entry)))
-        stored_bytes += len(rows[-1].body)
+    try:
+        report = checked_report(report)
+    except ReportError as exc:
+        _delete_report(session, run_id)
+        _set_error(run, {"stage": "report", "kind": "invalid_report",
+                         "message": f"report from the job is invalid: {exc}"})
+        run.finished_at = utcnow()
+        session.commit()
+        return
+    stored_bytes = _write_report(session, run_id, report, run.filename, limit_bytes)
     if stored_bytes > limit_bytes:  # one run's report must not fill the database nor slow every page reading it
-        rows = []
-        report = {**report, "status": "failed", "failure": {
-            "stage": "report", "kind": "report_limit",
-            "message": f"the report takes {stored_bytes / 2**20:.0f} MiB once stored, more than the limit of "
-                       f"{limit_bytes / 2**20:.0f} MiB (PT2SCOPE_REPORT_LIMIT_MB): it was not kept. Use a smaller "
-                       "model, fewer configs or less output."}}
-    session.add_all(rows)
-    run.environment = storable_json(report.get("environment") or {}) if rows else {}
-    run.summary = storable_json(summarize(report)) if rows else None
+        _set_error(run, {"stage": "report", "kind": "report_limit", "message": (
+            f"the report takes {stored_bytes / 2**20:.0f} MiB once stored, more than the limit of "
+            f"{limit_bytes / 2**20:.0f} MiB (PT2SCOPE_REPORT_LIMIT_MB): it was not kept. Use a smaller model, "
+            "fewer configs or less output.")})
+        run.finished_at = utcnow()
+        session.commit()
+        return
+    run.environment = storable_json(report.get("environment") or {})
+    run.summary = storable_json(summarize(report))
     run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
     failure = report.get("failure")
     if report.get("status") == "ok" and not failure:
@@ -153,6 +148,54 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
         _set_error(run, failure)
     run.finished_at = utcnow()
     session.commit()
+
+
+def _delete_report(session: Session, run_id: int) -> None:
+    session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
+    session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
+    session.execute(delete(ReportPiece).where(ReportPiece.run_id == run_id))
+
+
+def _write_report(session: Session, run_id: int, report: dict, filename: str, limit_bytes: int | None = None) -> int:
+    """Replace the run's stored report by ``report``; return the bytes it takes. Over ``limit_bytes`` nothing is
+    stored (the old rows are deleted all the same)."""
+    _delete_report(session, run_id)
+    rows, stored_bytes = [], 0
+    for position, (name, value) in enumerate(report.items()):
+        outline = graphs.section_outline(value)
+        rows.append(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
+                                  outline=None if outline is None else _json_text(outline)))
+        stored_bytes += len(rows[-1].body) + len(rows[-1].outline or "")
+    for graph_id, graph in graphs.report_graphs(report):
+        rows.append(ReportGraph(run_id=run_id, graph_id=graph_id,
+                                body=_json_text(graphs.graph_payload(graph_id, graph))))
+        stored_bytes += len(rows[-1].body)
+    rows.append(ReportPiece(run_id=run_id, key=PROVENANCE_DERIVED, body="true"))
+    for line, entry in provenance.by_line(report, filename).items():
+        rows.append(ReportPiece(run_id=run_id, key=provenance_key(line), body=_json_text(entry)))
+        stored_bytes += len(rows[-1].body)
+    if limit_bytes is None or stored_bytes <= limit_bytes:
+        session.add_all(rows)
+    return stored_bytes
+
+
+def _upgrade_stored_report(session: Session, run: Run) -> None:
+    """A report stored under an older schema_version is upgraded in place on its first read (contract.report's
+    upgrades), so every reader sees the current version; an unknown version raises ReportError saying so."""
+    body = session.scalar(select(ReportSection.body).where(ReportSection.run_id == run.id,
+                                                           ReportSection.name == "schema_version"))
+    if body is None and not has_report(session, run):
+        return
+    version = None if body is None else json.loads(body)
+    if version == SCHEMA_VERSION:
+        return
+    check_version({"schema_version": version})
+    report = checked_report(json.loads(_stored_report_text(session, run)))
+    try:
+        _write_report(session, run.id, report, run.filename)
+        session.commit()
+    except IntegrityError:  # another web process upgraded it first: the same rows
+        session.rollback()
 
 
 def fail_run(session: Session, run: Run, stage: str, kind: str, message: str) -> None:
@@ -195,6 +238,7 @@ def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
                   exclude: list[str] | None = None, outlines: bool = False) -> dict:
     """The named report sections (or all but ``exclude``), parsed, in report order; with ``outlines``, their
     graphs without nodes (graphs.section_outline) where the outline was stored."""
+    _upgrade_stored_report(session, run)
     text = func.coalesce(ReportSection.outline, ReportSection.body) if outlines else ReportSection.body
     query = select(ReportSection.name, text).where(ReportSection.run_id == run.id)
     if names is not None:
@@ -212,6 +256,7 @@ def has_report(session: Session, run: Run) -> bool:
 def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
     """One graph as the viewer reads it (graphs.graph_payload), JSON text; None if the report has no such
     graph."""
+    _upgrade_stored_report(session, run)
     body = session.scalar(select(ReportGraph.body).where(ReportGraph.run_id == run.id,
                                                          ReportGraph.graph_id == graph_id))
     if body is not None:
@@ -261,7 +306,13 @@ def line_provenance_text(session: Session, run: Run, line: int) -> str:
 
 
 def report_json_text(session: Session, run: Run) -> str:
-    """The whole report as stored, assembled from the raw section texts without parsing them."""
+    """The whole report as stored (upgraded to the current version), assembled from the raw section texts without
+    parsing them."""
+    _upgrade_stored_report(session, run)
+    return _stored_report_text(session, run)
+
+
+def _stored_report_text(session: Session, run: Run) -> str:
     rows = session.execute(select(ReportSection.name, ReportSection.body)
                            .where(ReportSection.run_id == run.id).order_by(ReportSection.position))
     return "{" + ",".join(f"{json.dumps(name)}:{body}" for name, body in rows) + "}"

@@ -61,7 +61,7 @@ def _fail_internally(sessions, run_id: int, slug: str, what: str) -> None:
     log.exception("error %s: run %s: %s", error_id, slug, what)
     exc = sys.exc_info()[1]
     with sessions() as session:
-        runstore.fail_run(session, session.get(Run, run_id), "report", "internal",
+        runstore.fail_run(session, session.get(Run, run_id), "report", "internal_error",
                           f"pt2scope failed to finish this run: {what} ({type(exc).__name__}, error id "
                           f"{error_id}). Submit it again; if it fails again, report the error id.")
 

@@ -58,7 +58,7 @@ def test_a_failing_event_handler_kills_the_whole_job_at_once(tmp_path):
     report, seconds = run_attack(tmp_path, "orphan_daemon", on_event=broken_database)
     assert seconds < 20
     failure = report["failure"]
-    assert failure["kind"] == "internal" and "error id" in failure["message"]
+    assert failure["kind"] == "internal_error" and "error id" in failure["message"]
     assert "RuntimeError" in failure["message"] and "database is gone" not in failure["message"]
     assert leftover_cgroups() == []
 

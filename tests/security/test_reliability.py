@@ -5,6 +5,7 @@ import json
 import os
 
 import pytest
+from sqlalchemy import func, select, text
 
 from storage import runstore
 from storage.db import session_factory
@@ -58,17 +59,59 @@ def test_malformed_and_flooding_events_neither_crash_the_worker_nor_flood_the_ru
     assert any("further progress events were dropped" in m["text"] for m in status["messages"])
 
 
-def test_a_report_that_cannot_be_stored_fails_the_run_at_once_with_an_error_id(site):
+def test_a_report_of_the_wrong_shape_fails_the_run_at_once_naming_the_field(site):
     client, worker, settings = site
     run_id = submit(client, "report_wrong_type")
     status = wait_for_run(client, run_id, timeout=120, worker=worker)
     error = status["error"]
-    assert status["status"] == "failed" and error["kind"] == "internal", error
-    assert "storing the report failed" in error["message"] and "error id" in error["message"]
-    assert "Traceback" not in json.dumps(error) and "/work" not in json.dumps(error)
+    assert status["status"] == "failed" and error["kind"] == "invalid_report", error
+    assert "report from the job is invalid" in error["message"] and "Traceback" not in json.dumps(error)
     assert seconds_after_start(settings, run_id) < 30  # not the reaper's 17.5 minutes
+
+
+def fail_inserts_for_next_run(settings, table: str) -> int:
+    """A real database error: a trigger refusing rows of ``table`` for the next run to be created."""
+    with session_factory(settings.database_url)() as session:
+        run_id = (session.scalar(select(func.max(Run.id))) or 0) + 1
+        if session.get_bind().dialect.name == "sqlite":
+            session.execute(text(f"CREATE TRIGGER fail_{table}_{run_id} BEFORE INSERT ON {table} "
+                                 f"WHEN NEW.run_id = {run_id} BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END"))
+        else:
+            session.execute(text("CREATE OR REPLACE FUNCTION fail_insert() RETURNS trigger AS $$ BEGIN "
+                                 "IF NEW.run_id = TG_ARGV[0]::int THEN RAISE EXCEPTION 'simulated disk failure'; "
+                                 "END IF; RETURN NEW; END $$ LANGUAGE plpgsql"))
+            session.execute(text(f"CREATE TRIGGER fail_{table}_{run_id} BEFORE INSERT ON {table} FOR EACH ROW "
+                                 f"EXECUTE FUNCTION fail_insert('{run_id}')"))
+        session.commit()
+    return run_id
+
+
+def test_a_database_error_while_storing_the_report_fails_the_run_at_once_with_an_error_id(site):
+    client, worker, settings = site
+    expected_id = fail_inserts_for_next_run(settings, "report_sections")
+    run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
+    status = wait_for_run(client, run_id, timeout=120, worker=worker)
+    error = status["error"]
+    assert status["status"] == "failed" and error["kind"] == "internal_error", error
+    assert "storing the report failed" in error["message"] and "error id" in error["message"]
+    assert "simulated disk failure" not in json.dumps(error) and "Traceback" not in json.dumps(error)
+    assert seconds_after_start(settings, run_id) < 30  # was the reaper's 17.5 minutes, "ran past the time limit"
     error_id = error["message"].split("error id ")[1].split(")")[0]
-    assert f"error {error_id}" in worker.output()  # the traceback is in the log, under that id
+    assert f"error {error_id}" in open(worker.log_path).read()  # the traceback is in the log, under that id
+    with session_factory(settings.database_url)() as session:
+        assert runstore.get_run(session, run_id).id == expected_id
+
+
+def test_a_database_error_on_a_progress_event_kills_the_whole_job_at_once(site):
+    client, worker, settings = site
+    fail_inserts_for_next_run(settings, "run_events")
+    run_id = client.post("/api/runs", json={"code": "import time\ntime.sleep(600)\n", "configs": ["eager"]}).get_json()["id"]
+    status = wait_for_run(client, run_id, timeout=60, worker=worker)  # not the job's 300 s time limit
+    error = status["error"]
+    assert status["status"] == "failed" and error["kind"] == "internal_error", error
+    assert "could not record this run's progress" in error["message"] and "error id" in error["message"]
+    assert seconds_after_start(settings, run_id) < 30
+    assert not os.path.exists(os.path.join(settings.jobs_path, run_id))  # folder (and its tmpfs) gone
 
 
 def test_an_exception_message_with_nul_and_a_lone_surrogate_is_stored_readably(site):

@@ -1,5 +1,5 @@
 # Attack: the job writes its own report, with a field of the wrong type (kernels that are numbers), and exits
-# before the engine can write the real one. Storing it must fail cleanly and at once, naming an error id.
+# before the engine can write the real one. The run must fail cleanly and at once, saying the report is invalid.
 import json
 import os
 
