@@ -156,9 +156,11 @@ def _delete_report(session: Session, run_id: int) -> None:
     session.execute(delete(ReportPiece).where(ReportPiece.run_id == run_id))
 
 
-def _write_report(session: Session, run_id: int, report: dict, filename: str, limit_bytes: int | None = None) -> int:
+def _write_report(session: Session, run_id: int, report: dict, filename: str | None = None,
+                  limit_bytes: int | None = None) -> int:
     """Replace the run's stored report by ``report``; return the bytes it takes. Over ``limit_bytes`` nothing is
-    stored (the old rows are deleted all the same)."""
+    stored (the old rows are deleted all the same). ``filename``: the user's file (default: the report's)."""
+    filename = filename or (report.get("source") or {}).get("filename") or "model.py"
     _delete_report(session, run_id)
     rows, stored_bytes = [], 0
     for position, (name, value) in enumerate(report.items()):

