@@ -161,8 +161,7 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
     try:
         report = _read_child_report(report_path, request)
     except ReportError as exc:
-        report = failed_report(request_dict, stage, "invalid_report", f"report from the job is invalid: {exc}",
-                               partial=partial)
+        report = failed_report(request_dict, stage, "invalid_report", f"report from the job is invalid: {exc}")
     if pump.failure is not None:
         report = failed_report(request_dict, stage, *pump.failure, partial=partial)
     elif pump.killed_for == "timeout":
