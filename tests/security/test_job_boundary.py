@@ -141,3 +141,20 @@ def test_without_a_tmpfs_the_parent_counts_deleted_files_held_open(tmp_path, no_
                      isolation=Isolation())
     assert report["failure"]["kind"] == "output_limit", report["failure"]
     assert "deleted files" in report["isolation"]["enforced_by"]["output_limit_mb"]
+
+
+def test_without_the_sandbox_an_orphan_daemon_still_dies_with_its_job(tmp_path):
+    """PT2SCOPE_ISOLATION=none (a root worker): no PID namespace, but the job's cgroup lists the daemon too."""
+    job_dir = str(tmp_path / "job")
+    report = run_job(JobRequest(code=attack("orphan_daemon"), configs=["eager"], **{**LIMITS, "memory_limit_mb": 8192}),
+                     job_dir=job_dir, isolation=Isolation(mode="none"), scratch=True)
+    assert report["status"] == "ok", report["failure"]
+    survivors = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if job_dir.encode() in f.read():
+                    survivors.append(pid)
+        except OSError:
+            pass
+    assert survivors == []
