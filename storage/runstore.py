@@ -131,8 +131,8 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
     stored_bytes = _write_report(session, run_id, report, run.filename, limit_bytes)
     if stored_bytes > limit_bytes:  # one run's report must not fill the database nor slow every page reading it
         _set_error(run, {"stage": "report", "kind": "report_limit", "message": (
-            f"the report takes {stored_bytes / 2**20:.0f} MiB once stored, more than the limit of "
-            f"{limit_bytes / 2**20:.0f} MiB (PT2SCOPE_REPORT_LIMIT_MB): it was not kept. Use a smaller model, "
+            f"the report takes {round(stored_bytes / 2**20, 2):g} MiB once stored, more than the limit of "
+            f"{round(limit_bytes / 2**20, 2):g} MiB (PT2SCOPE_REPORT_LIMIT_MB): it was not kept. Use a smaller model, "
             "fewer configs or less output.")})
         run.finished_at = utcnow()
         session.commit()
