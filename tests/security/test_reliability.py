@@ -75,7 +75,8 @@ def fail_inserts_for_next_run(settings, table: str) -> int:
         run_id = (session.scalar(select(func.max(Run.id))) or 0) + 1
         if session.get_bind().dialect.name == "sqlite":
             session.execute(text(f"CREATE TRIGGER fail_{table}_{run_id} BEFORE INSERT ON {table} "
-                                 f"WHEN NEW.run_id = {run_id} BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END"))
+                                 f"WHEN NEW.run_id = {run_id} "
+                                 "BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END"))
         else:
             session.execute(text("CREATE OR REPLACE FUNCTION fail_insert() RETURNS trigger AS $$ BEGIN "
                                  "IF NEW.run_id = TG_ARGV[0]::int THEN RAISE EXCEPTION 'simulated disk failure'; "
@@ -105,7 +106,8 @@ def test_a_database_error_while_storing_the_report_fails_the_run_at_once_with_an
 def test_a_database_error_on_a_progress_event_kills_the_whole_job_at_once(site):
     client, worker, settings = site
     fail_inserts_for_next_run(settings, "run_events")
-    run_id = client.post("/api/runs", json={"code": "import time\ntime.sleep(600)\n", "configs": ["eager"]}).get_json()["id"]
+    hang = "import time\ntime.sleep(600)\n"
+    run_id = client.post("/api/runs", json={"code": hang, "configs": ["eager"]}).get_json()["id"]
     status = wait_for_run(client, run_id, timeout=60, worker=worker)  # not the job's 300 s time limit
     error = status["error"]
     assert status["status"] == "failed" and error["kind"] == "internal_error", error
