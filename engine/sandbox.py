@@ -20,6 +20,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -184,10 +185,10 @@ class UidLease:
     def take(cls) -> "UidLease":
         if os.geteuid() != 0:
             return cls(None, None)
-        os.makedirs(UID_LEASE_DIR, mode=0o700, exist_ok=True)
+        folder = _lease_dir()
         for _ in range(256):
             uid = SANDBOX_UID_BASE + secrets.randbelow(SANDBOX_UID_SPAN)
-            fd = os.open(os.path.join(UID_LEASE_DIR, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(os.path.join(folder, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -213,6 +214,20 @@ class UidLease:
             time.sleep(0.02)
         os.close(self._fd)
         self._fd = None
+
+
+def _lease_dir() -> str:
+    """UID_LEASE_DIR, or where /run is not writable (some containers) a root-only folder under /tmp: every
+    worker of one host must use the same one, and both choices are the same on every worker of an image."""
+    for folder in (UID_LEASE_DIR, os.path.join(tempfile.gettempdir(), "pt2scope-uid-leases")):
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        except OSError:
+            continue
+        info = os.lstat(folder)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and not info.st_mode & 0o022:
+            return folder
+    raise IsolationError(f"no folder for sandbox uid leases: {UID_LEASE_DIR} cannot be created")
 
 
 def processes_of_uid(uid: int) -> list[int]:
