@@ -167,6 +167,32 @@ class JobGroup:
                     time.sleep(0.02)
 
 
+def remove_stale(older_than_s: float = 60.0) -> list[str]:
+    """Remove job cgroups left empty by a worker that died mid-job (its jobs' processes killed since); a cgroup
+    younger than ``older_than_s`` may belong to a job that is just starting, and is left alone."""
+    removed = []
+    try:
+        parents = ([os.path.join(CGROUP_ROOT, _own_cgroup("")[1:])]
+                   if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
+                   else [os.path.join(CGROUP_ROOT, c, _own_cgroup(c)[1:]) for c in ("memory", "pids")])
+    except (OSError, FileNotFoundError):
+        return removed
+    for parent in parents:
+        try:
+            names = [n for n in os.listdir(parent) if n.startswith("pt2scope-job-")]
+        except OSError:
+            continue
+        for name in names:
+            folder = os.path.join(parent, name)
+            try:
+                if time.time() - os.stat(folder).st_mtime > older_than_s:
+                    os.rmdir(folder)  # refused while any process is in it
+                    removed.append(folder)
+            except OSError:
+                pass
+    return removed
+
+
 def _own_cgroup(controller: str) -> str:
     """This process's cgroup path in the hierarchy of ``controller`` ("" for v2), from /proc/self/cgroup."""
     with open("/proc/self/cgroup") as f:

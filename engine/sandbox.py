@@ -261,6 +261,28 @@ def mount_job_space(job_dir: str, size_bytes: int) -> bool:
     return result.returncode == 0
 
 
+def kill_processes_of_job_dir(job_dir: str) -> list[int]:
+    """Kill every process whose command line names ``job_dir`` (its bubblewrap and its child both do): what a
+    worker killed mid-job can leave running. Returns the pids killed."""
+    needle = os.path.realpath(job_dir).encode()
+    killed = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(arg == needle or arg.startswith(needle + b"/") for arg in args):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+            except ProcessLookupError:
+                pass
+    return killed
+
+
 def remove_job_dir(job_dir: str) -> None:
     """Delete a job's folder, unmounting its tmpfs first if it has one (lazily: a file still open somewhere cannot
     keep the space; the job's processes are dead by now)."""

@@ -12,7 +12,7 @@ import time
 
 from sqlalchemy import text
 
-from engine import sandbox
+from engine import jobgroup, sandbox
 from storage import runstore
 from storage.config import Settings
 from storage.db import make_engine, session_factory
@@ -59,9 +59,9 @@ class Maintenance(threading.Thread):
 
 
 def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
-    """Delete the job folders (and unmount their tmpfs) of runs no worker runs any more: a worker killed mid-job
-    leaves its job's folder behind. A folder exists only while its run is "running" (it is made after the claim
-    and removed before the report is stored), so any other folder is dead."""
+    """Kill what is left of jobs of runs no worker runs any more, and delete their folders (unmounting their
+    tmpfs) and empty cgroups: a worker killed mid-job leaves them behind. A folder exists only while its run is
+    "running" (it is made after the claim and removed before the report is stored), so any other folder is dead."""
     try:
         names = os.listdir(settings.jobs_path)
     except FileNotFoundError:
@@ -71,8 +71,11 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
         for name in names:
             run = runstore.get_run(session, name)
             if run is None or run.status != RUNNING:
-                sandbox.remove_job_dir(os.path.join(settings.jobs_path, name))
+                folder = os.path.join(settings.jobs_path, name)
+                sandbox.kill_processes_of_job_dir(folder)  # a job whose worker died may still run
+                sandbox.remove_job_dir(folder)
                 removed.append(name)
+    jobgroup.remove_stale()
     return removed
 
 

@@ -39,6 +39,18 @@ def answers(port: int) -> bool:
         return False
 
 
+def processes_naming(folder: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if folder.encode() in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
 def workers(settings) -> list:
     with session_factory(settings.database_url)() as session:
         return runstore.online_workers(session, settings)
@@ -72,6 +84,7 @@ def serve_and_kill_its_worker(settings, port: int) -> None:
                                what="a new worker")[0]
         wait_until(lambda: not os.path.exists(folder), timeout=30, what="the dead job's folder to go")
         assert folder not in open("/proc/self/mounts").read()
+        wait_until(lambda: not processes_naming(folder), timeout=10, what="the dead job's processes to go")
         after = api(port, "/api/runs", {"code": SEED, "configs": ["eager"]})["id"]
         done = wait_until(lambda: (data := api(port, f"/api/runs/{after}"))["status"] in ("succeeded", "failed")
                           and data, timeout=180, what="the next run")
