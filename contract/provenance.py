@@ -6,10 +6,10 @@ only the line the user selects: computed per request it cost seconds and a gigab
 """
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 
 from contract.graphs import graph_title, graphs_of_tab
+from contract.userfile import is_user_file
 
 MAX_PER_LINE = 500  # nodes (or kernels) of one kind listed for one line; "totals" has the full counts
 KINDS = ("dynamo", "aten", "kernels")
@@ -34,7 +34,7 @@ def by_line(report: dict, filename: str) -> dict[int, dict]:
     def collect(kind: str, graph_id: str, graph: dict):
         for node in graph.get("nodes") or []:  # the ops a line became (inputs are not what it computes)
             if (isinstance(node, dict) and str(node.get("op", "")).startswith("call_")
-                    and isinstance(node.get("line"), int) and same_file(node.get("file"), filename)):
+                    and isinstance(node.get("line"), int) and is_user_file(node.get("file"), filename)):
                 add(node["line"], kind, {"graph": graph_id, "node": node.get("name"),
                                          "title": graph_title(graph_id, graph)})
 
@@ -48,11 +48,7 @@ def by_line(report: dict, filename: str) -> dict[int, dict]:
             continue
         for source_line in kernel.get("source_lines") or []:
             if (isinstance(source_line, dict) and isinstance(source_line.get("line"), int)
-                    and same_file(source_line.get("file"), filename)
+                    and is_user_file(source_line.get("file"), filename)
                     and kernel.get("name") not in lines[source_line["line"]]["kernels"]):
                 add(source_line["line"], "kernels", kernel.get("name"))
     return dict(sorted(lines.items()))
-
-
-def same_file(file, filename: str) -> bool:
-    return isinstance(file, str) and os.path.basename(file) == filename

@@ -9,7 +9,7 @@ from collections import defaultdict
 # The templates call these as view.*: the graph vocabulary lives in contract/graphs.py.
 from contract import graphs
 from contract.graphs import functionalization_graphs, graph_id_by_kind, graph_title, graphs_of_tab  # noqa: F401
-from contract.provenance import same_file  # noqa: F401 (templates call view.same_file)
+from contract.userfile import is_user_file  # noqa: F401 (templates call view.is_user_file)
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
