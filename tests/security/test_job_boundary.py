@@ -108,10 +108,12 @@ def test_user_namespaces_mounts_and_keyrings_are_refused_and_dev_shm_is_writable
 ])
 def test_each_failure_names_its_real_cause(tmp_path, name, kind, message):
     # Address space enough for 64 threads (each reserves a stack and an arena): the process limit is what runs out.
-    report, seconds = run_attack(tmp_path, name, time_limit_s=8.0 if name == "sleeping_loop" else 60.0,
+    report, seconds = run_attack(tmp_path, name, time_limit_s=8.0 if name == "sleeping_loop" else 120.0,
                                  memory_limit_mb=8192)
-    assert report["failure"]["kind"] == kind and message in report["failure"]["message"], report["failure"]
-    assert seconds < 40  # not the time limit: the fork bomb's copies die when the job's own process has ended
+    assert report["failure"]["kind"] == kind and message in report["failure"]["message"], (report["failure"], seconds)
+    # Not the time limit: the fork bomb's copies die as soon as the job's own process has ended (its 63 spinning
+    # copies can delay that process on a loaded 2-core machine, hence the margin).
+    assert seconds < 100, seconds
     if name == "sleeping_loop":
         assert report["failure"]["line"] == 7
 
