@@ -3,6 +3,7 @@ runs the jobs. Reports each POST's latency and each run's submit-to-finish time,
 
     .venv/bin/python bench/concurrent_submissions.py [N]   (results: docs/benchmarks.md, "Job boundary")
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ CODE = open(os.path.join(ROOT, "examples", "seed.py")).read()
 
 
 def call(base: str, path: str, body: dict | None = None) -> dict:
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode() if body else None,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        base + path, data=json.dumps(body).encode() if body else None, headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read())
 
@@ -35,9 +37,14 @@ def main() -> None:
         port = probe.getsockname()[1]
         probe.close()
         env = {**os.environ, "PT2SCOPE_INSTANCE": instance, "PT2SCOPE_PCH_WARMUP": "0", "PT2SCOPE_RATE_LIMIT": "0"}
-        server = subprocess.Popen([sys.executable, "-m", "service", "serve", "--port", str(port)], cwd=ROOT,
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  start_new_session=True)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "service", "serve", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             while True:
@@ -73,11 +80,15 @@ def main() -> None:
     post_s = [p for _, p in posts.values()]
     done_s = sorted(d for _, d in finished.values())
     statuses = sorted(s for s, _ in finished.values())
-    print(f"load {open('/proc/loadavg').read().split()[0]}; {count} submissions at once, one embedded worker; "
-          f"statuses: {statuses.count('succeeded')} succeeded, {statuses.count('failed')} failed")
+    print(
+        f"load {open('/proc/loadavg').read().split()[0]}; {count} submissions at once, one embedded worker; "
+        f"statuses: {statuses.count('succeeded')} succeeded, {statuses.count('failed')} failed"
+    )
     print(f"POST latency: median {statistics.median(post_s):.3f} s (min {min(post_s):.3f}, max {max(post_s):.3f})")
-    print(f"submit to finished: first {done_s[0]:.1f} s, median {statistics.median(done_s):.1f} s, last "
-          f"{done_s[-1]:.1f} s ({done_s[-1] / count:.1f} s per run)")
+    print(
+        f"submit to finished: first {done_s[0]:.1f} s, median {statistics.median(done_s):.1f} s, last "
+        f"{done_s[-1]:.1f} s ({done_s[-1] / count:.1f} s per run)"
+    )
 
 
 if __name__ == "__main__":

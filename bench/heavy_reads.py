@@ -6,6 +6,7 @@ threads) serves it. Measured, interleaved in one run: another run's page (GET /r
 clients fetch the heavy run's graph payload, report download and a line's provenance in a loop.
 Usage: python bench/heavy_reads.py [NODES]   (results: docs/benchmarks.md, "Heavy reads")
 """
+
 from __future__ import annotations
 
 import json
@@ -34,15 +35,23 @@ def heavy_report(nodes: int) -> dict:
         report = json.load(f)
     template = report["dynamo"]["graphs"][0]["nodes"][1]
     report["dynamo"]["graphs"][0]["nodes"] = [
-        {**template, "name": f"sin_{i}", "args": [f"sin_{i - 1}"] if i else ["l_x_"]} for i in range(nodes)]
+        {**template, "name": f"sin_{i}", "args": [f"sin_{i - 1}"] if i else ["l_x_"]} for i in range(nodes)
+    ]
     return report
 
 
 def store(settings: Settings, report: dict) -> str:
     with session_factory(settings.database_url)() as session:
-        run = runstore.create_run(session, runstore.Submission(
-            code=report["source"]["code"], filename=report["source"]["filename"], device="cpu", train=None,
-            configs=["eager"]))
+        run = runstore.create_run(
+            session,
+            runstore.Submission(
+                code=report["source"]["code"],
+                filename=report["source"]["filename"],
+                device="cpu",
+                train=None,
+                configs=["eager"],
+            ),
+        )
         runstore.store_report(session, run.id, report)
         return run.slug
 
@@ -56,8 +65,11 @@ def fetch(url: str) -> float:
 
 def measure(instance: str, nodes: int, light_samples: int = 20) -> dict:
     """{"idle": [s], "loaded": [s], "heavy": [s], "store_s": s} for one server on ``instance``."""
-    settings = Settings.from_env(instance_path=instance, database_url=f"sqlite:///{instance}/pt2scope.sqlite",
-                                 broker_url=f"sqla+sqlite:///{instance}/broker.sqlite")
+    settings = Settings.from_env(
+        instance_path=instance,
+        database_url=f"sqlite:///{instance}/pt2scope.sqlite",
+        broker_url=f"sqla+sqlite:///{instance}/broker.sqlite",
+    )
     migrate(settings.database_url)
     light = store(settings, heavy_report(10))
     started = time.perf_counter()
@@ -66,9 +78,14 @@ def measure(instance: str, nodes: int, light_samples: int = 20) -> dict:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen(web_command("127.0.0.1", port), cwd=PROJECT_ROOT, env={**os.environ,
-                              **settings.to_env()}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    server = subprocess.Popen(
+        web_command("127.0.0.1", port),
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **settings.to_env()},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -80,8 +97,11 @@ def measure(instance: str, nodes: int, light_samples: int = 20) -> dict:
         page = f"{base}/r/{light}"
         fetch(page)
         idle = [fetch(page) for _ in range(light_samples)]
-        heavy_urls = [f"{base}/r/{heavy}/graphs/dynamo-0.json", f"{base}/r/{heavy}/report.json",
-                      f"{base}/r/{heavy}/provenance.json?line=6"]
+        heavy_urls = [
+            f"{base}/r/{heavy}/graphs/dynamo-0.json",
+            f"{base}/r/{heavy}/report.json",
+            f"{base}/r/{heavy}/provenance.json?line=6",
+        ]
         heavy_times, stop = [], threading.Event()
 
         def client(i: int) -> None:
@@ -90,6 +110,7 @@ def measure(instance: str, nodes: int, light_samples: int = 20) -> dict:
                     heavy_times.append(fetch(heavy_urls[i % len(heavy_urls)]))
                 except OSError:
                     pass
+
         clients = [threading.Thread(target=client, args=(i,)) for i in range(HEAVY_CLIENTS)]
         for thread in clients:
             thread.start()
@@ -111,8 +132,10 @@ def main() -> None:
     nodes = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
     with tempfile.TemporaryDirectory(prefix="pt2scope-bench-heavy-") as instance:
         result = measure(instance, nodes)
-    print(f"load {open('/proc/loadavg').read().split()[0]}; heavy run: {nodes} nodes, stored in "
-          f"{result['store_s']:.1f} s; {HEAVY_CLIENTS} heavy clients")
+    print(
+        f"load {open('/proc/loadavg').read().split()[0]}; heavy run: {nodes} nodes, stored in "
+        f"{result['store_s']:.1f} s; {HEAVY_CLIENTS} heavy clients"
+    )
     print("| what | n | median s | min s | max s |\n| --- | --- | --- | --- | --- |")
     for name in ("idle", "loaded", "heavy"):
         times = result[name]

@@ -4,6 +4,7 @@ Computed once, when a report is stored (storage.runstore.store_report), one piec
 only the line the user selects: computed per request it cost seconds and a gigabyte of web memory for a
 1,000,000-node graph. Each list is capped at MAX_PER_LINE entries with the total kept, so no piece can be huge.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -22,8 +23,9 @@ def empty_entry() -> dict:
 def by_line(report: dict, filename: str) -> dict[int, dict]:
     """{line: {dynamo: [{graph, node, title}], aten: [...], kernels: [name], totals: {kind: count}}}."""
     lines: dict[int, dict] = defaultdict(empty_entry)
-    dynamo, aot, inductor = (report.get(name) if isinstance(report.get(name), dict) else {}
-                             for name in ("dynamo", "aot", "inductor"))
+    dynamo, aot, inductor = (
+        report.get(name) if isinstance(report.get(name), dict) else {} for name in ("dynamo", "aot", "inductor")
+    )
 
     def add(line: int, kind: str, item) -> None:
         entry = lines[line]
@@ -33,10 +35,17 @@ def by_line(report: dict, filename: str) -> dict[int, dict]:
 
     def collect(kind: str, graph_id: str, graph: dict):
         for node in graph.get("nodes") or []:  # the ops a line became (inputs are not what it computes)
-            if (isinstance(node, dict) and str(node.get("op", "")).startswith("call_")
-                    and isinstance(node.get("line"), int) and is_user_file(node.get("file"), filename)):
-                add(node["line"], kind, {"graph": graph_id, "node": node.get("name"),
-                                         "title": graph_title(graph_id, graph)})
+            if (
+                isinstance(node, dict)
+                and str(node.get("op", "")).startswith("call_")
+                and isinstance(node.get("line"), int)
+                and is_user_file(node.get("file"), filename)
+            ):
+                add(
+                    node["line"],
+                    kind,
+                    {"graph": graph_id, "node": node.get("name"), "title": graph_title(graph_id, graph)},
+                )
 
     for entry in graphs_of_tab("dynamo", dynamo):
         collect("dynamo", entry["id"], entry["graph"])
@@ -47,8 +56,11 @@ def by_line(report: dict, filename: str) -> dict[int, dict]:
         if not isinstance(kernel, dict):
             continue
         for source_line in kernel.get("source_lines") or []:
-            if (isinstance(source_line, dict) and isinstance(source_line.get("line"), int)
-                    and is_user_file(source_line.get("file"), filename)
-                    and kernel.get("name") not in lines[source_line["line"]]["kernels"]):
+            if (
+                isinstance(source_line, dict)
+                and isinstance(source_line.get("line"), int)
+                and is_user_file(source_line.get("file"), filename)
+                and kernel.get("name") not in lines[source_line["line"]]["kernels"]
+            ):
                 add(source_line["line"], "kernels", kernel.get("name"))
     return dict(sorted(lines.items()))

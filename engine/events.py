@@ -5,6 +5,7 @@ code, so every line is untrusted: only the fields below survive, with their type
 job's events together are capped in bytes (EVENT_BYTES_LIMIT), so no job can flood the database or the pages of
 its run. Parent side only (engine.job); pure Python.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,5 +65,4 @@ def size(event: dict) -> int:
 
 
 def _duration(value) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and 0 <= value < 1e7)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value < 1e7

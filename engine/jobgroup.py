@@ -7,6 +7,7 @@ the job, whatever it forked, double-forked or daemonised, so the parent can kill
 parent falls back to a watchdog: the processes descending from the job's first process, their resident memory
 summed every poll. Parent side only; pure Python.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,11 +16,22 @@ import time
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 # The files of each cgroup version: limits written at creation, counters read when the job ends.
-V1 = {"memory": ("memory", "memory.limit_in_bytes"), "swap": ("memory", "memory.memsw.limit_in_bytes"),
-      "pids": ("pids", "pids.max"), "oom": ("memory", "memory.oom_control", "oom_kill"),
-      "pids_hit": ("pids", "pids.events", "max"), "peak": ("memory", "memory.max_usage_in_bytes")}
-V2 = {"memory": ("", "memory.max"), "swap": ("", "memory.swap.max"), "pids": ("", "pids.max"),
-      "oom": ("", "memory.events", "oom_kill"), "pids_hit": ("", "pids.events", "max"), "peak": ("", "memory.peak")}
+V1 = {
+    "memory": ("memory", "memory.limit_in_bytes"),
+    "swap": ("memory", "memory.memsw.limit_in_bytes"),
+    "pids": ("pids", "pids.max"),
+    "oom": ("memory", "memory.oom_control", "oom_kill"),
+    "pids_hit": ("pids", "pids.events", "max"),
+    "peak": ("memory", "memory.max_usage_in_bytes"),
+}
+V2 = {
+    "memory": ("", "memory.max"),
+    "swap": ("", "memory.swap.max"),
+    "pids": ("", "pids.max"),
+    "oom": ("", "memory.events", "oom_kill"),
+    "pids_hit": ("", "pids.events", "max"),
+    "peak": ("", "memory.peak"),
+}
 
 
 class JobGroup:
@@ -66,8 +78,9 @@ class JobGroup:
             except OSError:  # no swap accounting on this kernel: there is then no swap to escape to either
                 pass
         self._write("pids", str(self.process_limit))
-        self._join_fds = [os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
-                          for d in self.dirs.values()]
+        self._join_fds = [
+            os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()
+        ]
 
     def join_in_child(self) -> None:
         """Popen's preexec_fn: the new process enters the job's cgroups before it runs anything (no allocation,
@@ -172,9 +185,11 @@ def remove_stale(older_than_s: float = 60.0) -> list[str]:
     younger than ``older_than_s`` may belong to a job that is just starting, and is left alone."""
     removed = []
     try:
-        parents = ([os.path.join(CGROUP_ROOT, _own_cgroup("")[1:])]
-                   if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
-                   else [os.path.join(CGROUP_ROOT, c, _own_cgroup(c)[1:]) for c in ("memory", "pids")])
+        parents = (
+            [os.path.join(CGROUP_ROOT, _own_cgroup("")[1:])]
+            if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
+            else [os.path.join(CGROUP_ROOT, c, _own_cgroup(c)[1:]) for c in ("memory", "pids")]
+        )
     except (OSError, FileNotFoundError):
         return removed
     for parent in parents:

@@ -182,7 +182,7 @@ class UidLease:
         self.uid, self._fd = uid, fd
 
     @classmethod
-    def take(cls) -> "UidLease":
+    def take(cls) -> UidLease:
         if os.geteuid() != 0:
             return cls(None, None)
         folder = _lease_dir()

@@ -25,7 +25,6 @@ from storage.db import migrate, session_factory
 from storage.queue import QUEUES
 from workers.launch import web_command, worker_command, worker_queues
 
-
 # A worker that died this many times within the window is not restarted: it would only die again (a worker that
 # refuses to start, e.g. without a working sandbox, exits with code 3 at once).
 WORKER_DEATHS_TO_GIVE_UP, WORKER_DEATHS_WINDOW_S = 3, 120.0

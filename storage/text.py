@@ -4,6 +4,7 @@ A job (or an exception message it provokes) can produce text PostgreSQL refuses:
 surrogate (half of a UTF-16 pair, which is no valid UTF-8). Both are kept visible as escapes (``\\x00``,
 ``\\ud800``) rather than dropped, and text for a bounded column is cut to fit, marked with an ellipsis.
 """
+
 from __future__ import annotations
 
 ELLIPSIS = "\u2026"
@@ -21,7 +22,7 @@ def storable(value, max_chars: int | None = None) -> str | None:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     if max_chars is not None and len(text) > max_chars:
-        text = text[:max_chars - 1] + ELLIPSIS
+        text = text[: max_chars - 1] + ELLIPSIS
     return text
 
 

@@ -1,5 +1,6 @@
 """The embedded default (`make run`: `python -m service serve`) heals: kill -9 of its worker's main process fails
 the worker's run at once, removes the dead job's folder, and a new worker serves the next run; the site stays up."""
+
 import json
 import os
 import signal
@@ -19,15 +20,20 @@ class Serve(LoggedProcess):
         self.log_path = os.path.join(settings.instance_path, "serve.log")
 
     def __enter__(self):
-        self.start([sys.executable, "-m", "service", "serve", "--port", str(self.port)],
-                   {**os.environ, **self.settings.to_env()})
+        self.start(
+            [sys.executable, "-m", "service", "serve", "--port", str(self.port)],
+            {**os.environ, **self.settings.to_env()},
+        )
         return self
 
 
 def api(port: int, path: str, body: dict | None = None) -> dict:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST" if body else "GET",
-                                     data=json.dumps(body).encode() if body else None,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        method="POST" if body else "GET",
+        data=json.dumps(body).encode() if body else None,
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 
@@ -74,19 +80,29 @@ def serve_and_kill_its_worker(settings, port: int) -> None:
         first = workers(settings)[0]
         hang = api(port, "/api/runs", {"code": "import time\ntime.sleep(600)\n", "configs": ["eager"]})["id"]
         folder = os.path.join(settings.jobs_path, hang)
-        wait_until(lambda: api(port, f"/api/runs/{hang}")["status"] == "running" and os.path.exists(folder),
-                   timeout=120, what="the job to start")
+        wait_until(
+            lambda: api(port, f"/api/runs/{hang}")["status"] == "running" and os.path.exists(folder),
+            timeout=120,
+            what="the job to start",
+        )
         os.kill(first.pid, signal.SIGKILL)
-        status = wait_until(lambda: (data := api(port, f"/api/runs/{hang}"))["status"] == "failed" and data,
-                            timeout=30, what="the run to be failed")
+        status = wait_until(
+            lambda: (data := api(port, f"/api/runs/{hang}"))["status"] == "failed" and data,
+            timeout=30,
+            what="the run to be failed",
+        )
         assert status["error"]["kind"] == "worker_lost", status["error"]
-        successor = wait_until(lambda: [w for w in workers(settings) if w.name != first.name], timeout=120,
-                               what="a new worker")[0]
+        successor = wait_until(
+            lambda: [w for w in workers(settings) if w.name != first.name], timeout=120, what="a new worker"
+        )[0]
         wait_until(lambda: not os.path.exists(folder), timeout=30, what="the dead job's folder to go")
         assert folder not in open("/proc/self/mounts").read()
         wait_until(lambda: not processes_naming(folder), timeout=10, what="the dead job's processes to go")
         after = api(port, "/api/runs", {"code": SEED, "configs": ["eager"]})["id"]
-        done = wait_until(lambda: (data := api(port, f"/api/runs/{after}"))["status"] in ("succeeded", "failed")
-                          and data, timeout=180, what="the next run")
+        done = wait_until(
+            lambda: (data := api(port, f"/api/runs/{after}"))["status"] in ("succeeded", "failed") and data,
+            timeout=180,
+            what="the next run",
+        )
         assert done["status"] == "succeeded", done["error"]
         assert serve.process.poll() is None and successor.pid != first.pid

@@ -1,5 +1,6 @@
 """One run cannot slow another: a page of another run stays under 1 s while a heavy run's data (its huge graph,
 its report, a line's provenance) is requested 12 times at once from a real gunicorn (bench/heavy_reads.py)."""
+
 import importlib.util
 import os
 

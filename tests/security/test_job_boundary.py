@@ -1,6 +1,7 @@
 """Each attack in attacks/ run as a job (real bubblewrap, real torch, the worker's own run_job with scratch=True):
 it fails cleanly and promptly, names the right cause, and leaves nothing behind (no process, no folder, no mount,
 no cgroup, no disk space)."""
+
 import json
 import os
 import time
@@ -24,8 +25,13 @@ def attack(name: str) -> str:
 def run_attack(tmp_path, name: str, on_event=None, **limits) -> tuple[dict, float]:
     job_dir = str(tmp_path / name)
     started = time.monotonic()
-    report = run_job(JobRequest(code=attack(name), configs=["eager"], **{**LIMITS, **limits}), job_dir=job_dir,
-                     on_event=on_event, isolation=Isolation(), scratch=True)
+    report = run_job(
+        JobRequest(code=attack(name), configs=["eager"], **{**LIMITS, **limits}),
+        job_dir=job_dir,
+        on_event=on_event,
+        isolation=Isolation(),
+        scratch=True,
+    )
     assert not os.path.exists(job_dir), "the job's folder outlived it"
     assert job_dir not in open("/proc/self/mounts").read()
     return report, time.monotonic() - started
@@ -54,6 +60,7 @@ def test_malformed_and_flooding_events_are_dropped_or_capped_and_the_job_succeed
 def test_a_failing_event_handler_kills_the_whole_job_at_once(tmp_path):
     def broken_database(event):
         raise RuntimeError("database is gone")
+
     report, seconds = run_attack(tmp_path, "orphan_daemon", on_event=broken_database)
     assert seconds < 20
     failure = report["failure"]
@@ -92,24 +99,28 @@ def test_memory_is_limited_for_the_job_as_a_whole(tmp_path):
 def test_user_namespaces_mounts_and_keyrings_are_refused_and_dev_shm_is_writable(tmp_path):
     report, _ = run_attack(tmp_path, "user_namespace")
     assert report["status"] == "ok", report["failure"]
-    line = next(l for l in report["user_output"]["stdout"].splitlines() if l.startswith("FOUND"))
-    found = json.loads(line[len("FOUND"):])
+    line = next(text for text in report["user_output"]["stdout"].splitlines() if text.startswith("FOUND"))
+    found = json.loads(line[len("FOUND") :])
     assert found["unshare_user"] == found["unshare_mount"] == found["keyctl"] == "Operation not permitted"
     assert found["mount_tmpfs"] == "Operation not permitted" and found["unshare_binary"] != 0
     assert found["dev_shm"] > 0
     assert report["isolation"]["seccomp"] != "none"
 
 
-@pytest.mark.parametrize("name, kind, message", [
-    ("exit_code", "crash", "exited with code 3"),
-    ("thread_budget", "processes", "process limit of 64 processes and threads reached"),
-    ("sleeping_loop", "timeout", "time limit of 8 s reached during stage 'load' at model.py:7"),
-    ("fork_bomb", "processes", "process limit of 64 processes and threads reached"),
-])
+@pytest.mark.parametrize(
+    "name, kind, message",
+    [
+        ("exit_code", "crash", "exited with code 3"),
+        ("thread_budget", "processes", "process limit of 64 processes and threads reached"),
+        ("sleeping_loop", "timeout", "time limit of 8 s reached during stage 'load' at model.py:7"),
+        ("fork_bomb", "processes", "process limit of 64 processes and threads reached"),
+    ],
+)
 def test_each_failure_names_its_real_cause(tmp_path, name, kind, message):
     # Address space enough for 64 threads (each reserves a stack and an arena): the process limit is what runs out.
-    report, seconds = run_attack(tmp_path, name, time_limit_s=8.0 if name == "sleeping_loop" else 120.0,
-                                 memory_limit_mb=8192)
+    report, seconds = run_attack(
+        tmp_path, name, time_limit_s=8.0 if name == "sleeping_loop" else 120.0, memory_limit_mb=8192
+    )
     assert report["failure"]["kind"] == kind and message in report["failure"]["message"], (report["failure"], seconds)
     # Not the time limit: the fork bomb's copies die as soon as the job's own process has ended (its 63 spinning
     # copies can delay that process on a loaded 2-core machine, hence the margin).
@@ -139,8 +150,11 @@ def test_without_cgroups_the_watchdog_limits_the_memory_of_the_job_as_a_whole(tm
 
 def test_without_a_tmpfs_the_parent_counts_deleted_files_held_open(tmp_path, no_cgroups):
     job_dir = str(tmp_path / "job")  # not scratch: the folder stays on disk, as for a non-root worker
-    report = run_job(JobRequest(code=attack("unlinked_open_file"), configs=["eager"], **LIMITS), job_dir=job_dir,
-                     isolation=Isolation())
+    report = run_job(
+        JobRequest(code=attack("unlinked_open_file"), configs=["eager"], **LIMITS),
+        job_dir=job_dir,
+        isolation=Isolation(),
+    )
     assert report["failure"]["kind"] == "output_limit", report["failure"]
     assert "deleted files" in report["isolation"]["enforced_by"]["output_limit_mb"]
 
@@ -148,8 +162,12 @@ def test_without_a_tmpfs_the_parent_counts_deleted_files_held_open(tmp_path, no_
 def test_without_the_sandbox_an_orphan_daemon_still_dies_with_its_job(tmp_path):
     """PT2SCOPE_ISOLATION=none (a root worker): no PID namespace, but the job's cgroup lists the daemon too."""
     job_dir = str(tmp_path / "job")
-    report = run_job(JobRequest(code=attack("orphan_daemon"), configs=["eager"], **{**LIMITS, "memory_limit_mb": 8192}),
-                     job_dir=job_dir, isolation=Isolation(mode="none"), scratch=True)
+    report = run_job(
+        JobRequest(code=attack("orphan_daemon"), configs=["eager"], **{**LIMITS, "memory_limit_mb": 8192}),
+        job_dir=job_dir,
+        isolation=Isolation(mode="none"),
+        scratch=True,
+    )
     assert report["status"] == "ok", report["failure"]
     survivors = []
     for pid in filter(str.isdigit, os.listdir("/proc")):

@@ -1,6 +1,7 @@
 """The attacks that broke the worker, through a real worker: on the embedded default (SQLite data and broker) and
 on PostgreSQL + Redis, where text rules differ. Each run ends within seconds of its job with the real cause, and
 the worker serves the next run."""
+
 import json
 import os
 
@@ -74,15 +75,27 @@ def fail_inserts_for_next_run(settings, table: str) -> int:
     with session_factory(settings.database_url)() as session:
         run_id = (session.scalar(select(func.max(Run.id))) or 0) + 1
         if session.get_bind().dialect.name == "sqlite":
-            session.execute(text(f"CREATE TRIGGER fail_{table}_{run_id} BEFORE INSERT ON {table} "
-                                 f"WHEN NEW.run_id = {run_id} "
-                                 "BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END"))
+            session.execute(
+                text(
+                    f"CREATE TRIGGER fail_{table}_{run_id} BEFORE INSERT ON {table} "
+                    f"WHEN NEW.run_id = {run_id} "
+                    "BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END"
+                )
+            )
         else:
-            session.execute(text("CREATE OR REPLACE FUNCTION fail_insert() RETURNS trigger AS $$ BEGIN "
-                                 "IF NEW.run_id = TG_ARGV[0]::int THEN RAISE EXCEPTION 'simulated disk failure'; "
-                                 "END IF; RETURN NEW; END $$ LANGUAGE plpgsql"))
-            session.execute(text(f"CREATE TRIGGER fail_{table}_{run_id} BEFORE INSERT ON {table} FOR EACH ROW "
-                                 f"EXECUTE FUNCTION fail_insert('{run_id}')"))
+            session.execute(
+                text(
+                    "CREATE OR REPLACE FUNCTION fail_insert() RETURNS trigger AS $$ BEGIN "
+                    "IF NEW.run_id = TG_ARGV[0]::int THEN RAISE EXCEPTION 'simulated disk failure'; "
+                    "END IF; RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+            )
+            session.execute(
+                text(
+                    f"CREATE TRIGGER fail_{table}_{run_id} BEFORE INSERT ON {table} FOR EACH ROW "
+                    f"EXECUTE FUNCTION fail_insert('{run_id}')"
+                )
+            )
         session.commit()
     return run_id
 
@@ -136,11 +149,14 @@ def test_events_and_failures_of_any_shape_are_stored(backend):
     """The store itself, below the engine's schema: what PostgreSQL used to refuse (a stage of 40 characters or
     a list, NUL in text) is stored, readable, instead of crashing the task."""
     with session_factory(backend.database_url)() as session:
-        run = runstore.create_run(session, runstore.Submission(code="x", filename="model.py", device="cpu",
-                                                                train=None, configs=["eager"]))
-        for event in ({"event": "stage", "stage": ["load"], "state": {"x": 1}},
-                      {"event": "stage", "stage": "x" * 40, "state": "started"},
-                      {"event": "message", "text": "nul\x00here \udcff"}):
+        run = runstore.create_run(
+            session, runstore.Submission(code="x", filename="model.py", device="cpu", train=None, configs=["eager"])
+        )
+        for event in (
+            {"event": "stage", "stage": ["load"], "state": {"x": 1}},
+            {"event": "stage", "stage": "x" * 40, "state": "started"},
+            {"event": "message", "text": "nul\x00here \udcff"},
+        ):
             runstore.record_event(session, run.id, event)
         runstore.fail_run(session, session.get(Run, run.id), "s" * 40, "k\x00ind", "bad\x00value \ud800")
         session.expire_all()

@@ -1,5 +1,6 @@
 """The web tier under hostile requests, without a worker: the rate limit holds under parallel submissions (SQLite
 and PostgreSQL), bad text is a 400 naming the field, an internal error is an id and never our traceback."""
+
 import json
 import logging
 import os
@@ -58,6 +59,7 @@ def test_an_internal_error_is_answered_with_an_id_and_logged_with_the_traceback(
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("secret detail at /work/pt2scope/storage/runstore.py")
+
     monkeypatch.setattr(runstore, "stage_progress", broken)
     with caplog.at_level(logging.ERROR):
         api, page = client.get(f"/api/runs/{run_id}"), client.get(f"/r/{run_id}")
@@ -74,8 +76,9 @@ def test_a_report_over_the_stored_size_limit_is_refused_with_a_clear_message(set
     with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "seed.json")) as f:
         report = json.load(f)
     with session_factory(settings.database_url)() as session:
-        run = runstore.create_run(session, runstore.Submission(code="x", filename="seed.py", device="cpu",
-                                                                train=None, configs=["eager"]))
+        run = runstore.create_run(
+            session, runstore.Submission(code="x", filename="seed.py", device="cpu", train=None, configs=["eager"])
+        )
         runstore.store_report(session, run.id, report, limit_bytes=10_000)
         session.expire_all()
         stored = session.get(Run, run.id)

@@ -7,14 +7,18 @@ import os
 import torch
 
 events = os.fdopen(int(os.environ["PT2SCOPE_EVENT_FD"]), "w", buffering=1)
-for bad in ({"event": "stage", "stage": ["load"], "state": "started"},
-            {"event": "stage", "stage": {"x": 1}, "state": "started"},
-            {"event": "stage", "stage": "x" * 40, "state": "started"},
-            {"event": "stage", "stage": "load", "state": "started", "text": "nul\x00here", "message": "nul\x00here"},
-            {"event": ["stage"]}, [1, 2, 3], "text"):
+for bad in (
+    {"event": "stage", "stage": ["load"], "state": "started"},
+    {"event": "stage", "stage": {"x": 1}, "state": "started"},
+    {"event": "stage", "stage": "x" * 40, "state": "started"},
+    {"event": "stage", "stage": "load", "state": "started", "text": "nul\x00here", "message": "nul\x00here"},
+    {"event": ["stage"]},
+    [1, 2, 3],
+    "text",
+):
     events.write(json.dumps(bad) + "\n")
 events.write("not json at all\n")
-for i in range(5000):
+for _ in range(5000):
     events.write(json.dumps({"event": "stage", "stage": "load", "state": "started", "message": "y" * 20000}) + "\n")
 events.flush()
 

