@@ -1,5 +1,6 @@
-# Attack: a daemon that outlives the job (double fork, new session) and takes every process and thread it can,
-# so that later jobs run out of them. Nothing of it may run once the job has ended.
+# Attack: a daemon that outlives the job (double fork, new session) and holds 40 threads of a 64 budget, so that a
+# later job sharing its budget (the same uid) cannot start its own 40. It leaves the job itself enough to finish.
+# Nothing of it may run once the job has ended.
 import os
 import threading
 import time
@@ -13,15 +14,12 @@ if os.fork() == 0:
         def hold():
             time.sleep(3600)
 
-        try:
-            while True:
-                threading.Thread(target=hold, daemon=True).start()
-        except RuntimeError:
-            pass
+        for _ in range(40):
+            threading.Thread(target=hold, daemon=True).start()
         time.sleep(3600)
     os._exit(0)
 os.wait()
-time.sleep(1)  # let the daemon take the budget while the job still runs
+time.sleep(1)  # let the daemon take its threads while the job still runs
 print("UID", os.getuid())
 model = lambda x: x.sin()
 example_inputs = (torch.ones(2),)
