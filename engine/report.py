@@ -42,8 +42,9 @@ DEFAULT_CONFIGS = {
     "cuda": list(CONFIGS),
 }
 
-# Pipeline stages in the order a job passes through them; progress events and report["stages"] use these names.
-STAGES = ("load", "eager", "dynamo", "aot", "inductor", "benchmark", "profile", "report")
+# Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
+# collected ("report") before the benchmarks; progress events and report["stages"] use these names.
+STAGES = ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile")
 
 
 class ConfigError(ValueError):
@@ -70,6 +71,26 @@ def capture_config(configs: list[str]) -> Config:
         if name in configs:
             return CONFIGS[name]
     return CONFIGS["backend_eager"]
+
+
+def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
+    """The (stage, config) steps a job with these configs runs, in order, as engine/child.py runs them: load,
+    eager, the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its backend has them), the
+    report, then one benchmark per config (eager, the recorded config, the rest), profiling after the recorded
+    config when it is an Inductor one. Progress pages show the steps still to come from it."""
+    target = capture_config(configs)
+    steps = [("load", None), ("eager", None), ("dynamo", target.name)]
+    if target.backend in ("aot_eager", "inductor"):
+        steps.append(("aot", target.name))
+    if target.backend == "inductor":
+        steps.append(("inductor", target.name))
+    steps.append(("report", None))
+    for name in ["eager", target.name] + [n for n in configs if n not in ("eager", target.name)]:
+        if name in configs:
+            steps.append(("benchmark", name))
+            if name == target.name and target.backend == "inductor":
+                steps.append(("profile", None))
+    return steps
 
 
 def empty_report(request: dict) -> dict:

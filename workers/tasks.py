@@ -11,7 +11,7 @@ import traceback
 from celery import signals
 
 from engine import sandbox
-from engine.job import JobRequest, run_job, warm_up_shared_pch
+from engine.job import JobRequest, read_partial_report, run_job, warm_up_shared_pch
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
@@ -35,9 +35,18 @@ def run_compile(self, run_id: int) -> None:
     request = JobRequest(code=run.code, filename=run.filename, device=run.device, train=run.train,
                          configs=run.configs, **settings.job_limits())
     with sessions() as session:
+
+        def on_event(event: dict) -> None:
+            runstore.record_event(session, run_id, event)
+            # The tabs of a finished stage are readable before the job ends: store what the child has so far.
+            if (event.get("event") == "stage" and event.get("state") == "finished"
+                    and event.get("stage") in runstore.SECTIONS_READY_AFTER.values()):
+                partial = read_partial_report(job_dir, request)
+                if partial:
+                    runstore.store_partial_report(session, run_id, partial)
+
         try:
-            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings),
-                             on_event=lambda event: runstore.record_event(session, run_id, event))
+            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings), on_event=on_event)
         except Exception:  # run_job always returns a report; reaching here is a bug of ours, shown as such
             log.exception("run %s: the engine raised", run.slug)
             runstore.fail_run(session, session.get(Run, run_id), "load", "internal",

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from engine.report import DEFAULT_CONFIGS, STAGES
-from webapp import context, reportview, security
+from engine.report import DEFAULT_CONFIGS
+from webapp import context, reportview, security, story
 from storage import runstore
 from webapp.examples import list_examples, read_example
 from storage.models import FINISHED_STATUSES, RUNNING, Run
@@ -14,11 +14,10 @@ from webapp.views.api import submit
 
 bp = Blueprint("pages", __name__)
 
-# Report tabs and the sections each reads; Overview reads every section no stage tab claims (and not the code,
-# which the run row already holds), so a tab never loads another tab's artifacts.
+# Report tabs and the sections each reads; Overview reads every section (stage sections as outlines, without
+# graph nodes; not the code, which the run row already holds) to tell the story of the four stages.
 STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
 TABS = {"overview": "Overview", **STAGE_TABS}
-NOT_IN_OVERVIEW = [*STAGE_TABS, "source"]
 # Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile.
 EXTRA_SECTIONS = {"inductor": ["runtime"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
@@ -103,19 +102,27 @@ def report(slug: str, tab: str):
     if run.status == RUNNING:
         runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
     finished = run.status in FINISHED_STATUSES
-    if finished and tab == "overview":
-        sections = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
-    elif finished:  # graphs without their nodes: each viewer fetches its own
+    progress = runstore.stage_progress(run)
+    steps = runstore.progress_steps(run)
+    error = runstore.error_of(run)
+    stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
+    ready = story.tabs_ready(progress, run.status, error, stored)
+    if stored and tab == "overview":  # the story reads every section; graphs without their nodes
+        sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
+    elif tab in ready:  # graphs without their nodes: each viewer fetches its own
         sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
     else:
         sections = {}
+    states = story.stage_states(progress, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
+    tale = story.story(sections, progress=progress, run_status=run.status, failure=error,
+                       filename=run.filename) if tab == "overview" else None
     return render_template(
-        "run.html", run=run, tab=tab, tabs=TABS, finished=finished, stages=runstore.stage_progress(run),
-        stage_names=STAGES, queue_position=runstore.queue_position(session, run), error=runstore.error_of(run),
+        "run.html", run=run, tab=tab, tabs=TABS, finished=finished, steps=steps, time_left=runstore.time_left(steps),
+        queue_position=runstore.queue_position(session, run), error=error,
         messages=runstore.messages(run), sections=sections, stage=stage_sections, other_fields=other_fields,
-        has_report=finished and runstore.has_report(session, run), renderer=Renderer(run.filename),
+        has_report=stored, tabs_ready=ready, states=states, view_story=tale, renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"), title_of=title_of, view=reportview, listing=listing,
         present="present" in request.args, device_name=(run.environment or {}).get("device_name"),
         worker_online=bool(runstore.online_queues(session, context.settings())))
@@ -146,10 +153,16 @@ def provenance(slug: str):
 def download(slug: str):
     session = context.session()
     run = _run_or_404(slug)
-    if not runstore.has_report(session, run):
+    if run.status not in FINISHED_STATUSES or not runstore.has_report(session, run):
         abort(404)
     return Response(runstore.report_json_text(session, run), mimetype="application/json", headers={
         "Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'})
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    """For clients that ask for /favicon.ico without reading the page's icon link."""
+    return redirect(url_for("static", filename="favicon.svg"), code=301)
 
 
 @bp.get("/highlight.css")
