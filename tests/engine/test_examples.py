@@ -94,6 +94,11 @@ def test_inplace_and_views_are_functionalized(explore):
     rewritten = {r["op"] for r in entry["rewritten"]}
     assert {"aten.add_", "aten.mul_", "aten.copy_", "aten.relu_"} <= rewritten
     assert {"aten.select", "aten.t"} <= rewritten  # views
+    # Each rewrite names the user's lines it came from (the ATen nodes keep their Dynamo node's stack trace).
+    assert all(r["lines"] for r in entry["rewritten"]), entry["rewritten"]
+    code_lines = report["source"]["code"].splitlines()
+    add_ = next(r for r in entry["rewritten"] if r["op"] == "aten.add_")
+    assert all("add_" in code_lines[line - 1] or "+=" in code_lines[line - 1] for line in add_["lines"])
     assert entry["remaining_inplace"] == []
     # What is left mutating is the write-back into the mutated input `buf`, and nothing else.
     assert [m["input"] for m in entry["input_mutations"]] == ["arg1_1"]
@@ -113,6 +118,10 @@ def test_training_mlp_has_forward_backward_and_saved_activations(explore):
     forward = next(g for g in report["aot"]["graphs"] if g["kind"] == "forward")
     marked = {n["name"] for n in forward["nodes"] if n.get("marks", {}).get("saved")}
     assert marked == set(partition["saved"]) & {n["name"] for n in forward["nodes"]}
+    # The backward graph marks the ops it recomputes instead of loading them from the forward.
+    backward = next(g for g in report["aot"]["graphs"] if g["kind"] == "backward")
+    recomputed = {n["name"] for n in backward["nodes"] if n.get("marks", {}).get("recomputed")}
+    assert partition["recomputed"] and recomputed == set(partition["recomputed"])
     assert report["aot"]["decompositions"][0]["map"] == {}, "aot_eager applies no decomposition table"
     for b in report["runtime"]["benchmarks"]:
         assert b["status"] == "ok" and b["grad_max_abs_error"] < 1e-4
