@@ -96,13 +96,38 @@ def test_kernels_sorted_by_measured_time_with_roofline_share_on_the_h200():
     assert 0.55 < row["roofline_share"] < 0.7  # ../shared/notes/gpu-baseline.md measured 61% with do_bench
 
 
-def test_fusion_decisions_in_plain_words_with_counts():
-    groups = reportview.fusion_summary(_report("mlp_train")["inductor"]["fusion_decisions"])
-    backward = next(g for g in groups if g["kind"] == "backward")
-    texts = [d["text"] for d in backward["fused"]]
-    assert "fused op0 (mul_6, sum_1) with op1 (add_1, mul_3, mul_6, mul_8, sub, sum_2)" in texts
-    assert backward["reasons"][0][0] == "no shared data"
-    assert any(d["text"].startswith("did not fuse op8 (") and d["count"] == 4 for d in backward["not_fused"])
+def test_fusion_decisions_grouped_by_reason_in_words_with_their_nodes_and_kernels():
+    inductor = _report("mlp_train")["inductor"]
+    graphs = reportview.fusion_groups(inductor)
+    backward = next(g for g in graphs if g["kind"] == "backward")
+    assert backward["graph_id"] == "postgrad-1"
+    assert backward["fused"] == sum(d.get("count") or 1 for d in inductor["fusion_decisions"]
+                                    if d["kind"] == "backward" and d["action"] == "fused")
+    fused, *others = backward["groups"]
+    assert fused["words"] == "fused"
+    pair = next(d for d in fused["decisions"] if d["first"]["name"] == "op0")
+    assert pair["first"]["ops"] == ["mul_6", "sum_1"] and pair["second"]["name"] == "op1"
+    # The kernel the nodes went into, from the kernels' own source nodes.
+    kernel = next(k for k in inductor["kernels"] if k["graph_kind"] == "backward" and "sum_1" in k["source_nodes"])
+    assert pair["first"]["kernels"] == [kernel["name"]]
+    assert others[0]["reason"] == "no shared data"
+    assert others[0]["words"] == "not fused: they share no buffer: fusing would save no memory traffic"
+    assert [g["count"] for g in others] == sorted((g["count"] for g in others), reverse=True)
+
+
+def test_the_ir_diff_shows_which_nodes_fused_into_which_kernel():
+    inductor = _report("mlp_train")["inductor"]
+    pair = next(p for p in reportview.ir_pairs(inductor) if p["kind"] == "forward")
+    rows = reportview.ir_diff(inductor, pair)
+    fused = [row for row in rows if row["fused"]]
+    assert fused and all(len(row["members"]) > 1 for row in fused)
+    assert len(fused) == reportview.fused_node_count(pair["after"])
+    # Every node before fusion appears in exactly one row after it.
+    before = [node["name"] for node in reportview.ir_nodes(pair["before"])]
+    assert sorted(m["name"] for row in rows for m in row["members"]) == sorted(before)
+    kernels = {k["name"]: k for k in inductor["kernels"] if k["graph_kind"] == "forward"}
+    for row in fused:
+        assert row["kernel"] in kernels and set(row["buffers"]) & set(kernels[row["kernel"]]["writes"])
 
 
 def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():

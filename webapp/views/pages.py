@@ -128,6 +128,29 @@ def report(slug: str, tab: str):
         worker_online=bool(runstore.online_queues(session, context.settings())))
 
 
+# The long parts of a tab drawn only when opened (templates/report/parts.html): kind -> the tab that holds it.
+PARTS = {"kernel": {"inductor"}, "fusion": {"inductor"}, "ir": {"inductor"}, "irnode": {"inductor"}, "guards": {"dynamo"},
+         "field": set(STAGE_TABS)}
+
+
+@bp.get("/r/<slug>/part/<tab>/<kind>/<key>")
+def part(slug: str, tab: str, kind: str, key: str):
+    """One long part of a tab as an HTML fragment: a kernel's source, a group of fusion decisions, the IR diff
+    of one graph, one frame's guard tree. A finished report never changes."""
+    session = context.session()
+    run = _run_or_404(slug)
+    if tab not in PARTS.get(kind, ()) or not runstore.has_report(session, run):
+        abort(404)
+    sections = runstore.load_sections(session, run, [tab], outlines=True)
+    section = sections.get(tab) or {}
+    found = reportview.find_part(section, kind, key)
+    if found is None:
+        abort(404)
+    html = render_template("report/part.html", run=run, tab=tab, kind=kind, part=found, listing=listing,
+                           renderer=Renderer(run.filename), title_of=title_of)
+    return Response(html, mimetype="text/html", headers={"Cache-Control": "private, max-age=3600"})
+
+
 @bp.get("/r/<slug>/graphs/<graph_id>.json")
 def graph(slug: str, graph_id: str):
     """One graph for the viewer (contract.graphs.graph_payload), sent as stored: pages list graphs, and each is fetched
