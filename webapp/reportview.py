@@ -348,8 +348,8 @@ def compact_bytecode(text: str) -> str:
             out.append(line.strip())
             continue
         number, jump, offset, opname, arg, meaning = match.groups()
-        out.append(f"{number or '':>3} {'>>' if jump else '  '}{offset:>4} {opname}"
-                   + (f" {arg}" if arg else "") + (f" {meaning}" if meaning else ""))
+        out.append((f"{number or '':>3} {'>>' if jump else '  '}{offset:>4} {opname}"
+                    + (f" {arg}" if arg else "") + (f" {meaning}" if meaning else "")).rstrip())
     return "\n".join(out)
 
 
@@ -364,10 +364,14 @@ def ladder_chart(benchmarks: list[dict]) -> dict | None:
         return None
     base = eager["median_ms"]
     speedups = [base / b["median_ms"] for b in rows]
+    # A reduce-overhead rung says beside its bar whether CUDA graphs were really used.
+    labels = [f"{s:.2f}×" + (f" · CUDA graphs {b['cudagraphs']['status'].replace('_', ' ')}"
+                             if (b.get("cudagraphs") or {}).get("status") not in (None, "not_requested") else "")
+              for b, s in zip(rows, speedups)]
     high = [base / b["p10_ms"] - s if b.get("p10_ms") else 0 for b, s in zip(rows, speedups)]
     low = [s - base / b["p90_ms"] if b.get("p90_ms") else 0 for b, s in zip(rows, speedups)]
     return {"data": [{"type": "bar", "x": [b["config"] for b in rows], "y": speedups,
-                      "text": [f"{s:.2f}×" for s in speedups], "textposition": "inside", "insidetextanchor": "end",
+                      "text": labels, "textposition": "outside", "cliponaxis": False,
                       "marker": {"color": ["#9aa5b1" if b["config"] == "eager" else "#b8460b" for b in rows]},
                       "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low,
                                   "color": "#1d232a"},

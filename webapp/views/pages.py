@@ -25,7 +25,7 @@ DRAWN_FIELDS = {
     "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode"},
     "aot": {"graphs", "partitions", "functionalization", "decompositions"},
     "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion"},
-    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile"},
+    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile", "cudagraphs"},
 }
 
 

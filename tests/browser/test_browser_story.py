@@ -1,0 +1,187 @@
+"""Issue 10 in Chromium, on the real sample reports (tests/fixtures/reports): the Overview tells the story of the
+four stages; no tab of any sample overflows at 1280 or 1440 px; a model of a few thousand nodes loads small and
+fast with its long lists drawn on demand; guards fold with the failed guard marked; functionalization names the
+user's lines; CUDA-graph status sits beside its bar; chart labels are not clipped; no request fails (favicon)."""
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import SAMPLE_REPORTS
+
+TABS = ("overview", "dynamo", "aot", "inductor", "runtime")
+LARGE = "residual_mlp_24"
+
+
+def url(site, sample_runs, name, tab="overview"):
+    return f"{site.url}/r/{sample_runs[name]}" + ("" if tab == "overview" else f"/{tab}")
+
+
+def test_the_overview_tells_the_story_of_the_four_stages(site, sample_runs, page):
+    failed = []
+    page.on("response", lambda response: failed.append(response.url) if response.status >= 400 else None)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(url(site, sample_runs, "graph_break"))
+    headlines = page.locator("#headlines li")
+    expect(headlines.first).to_have_text(re.compile(
+        r'^2 graph breaks split your function into 3 graphs: line 7 print\("halfway"\), line 8 scale = y\.sum\(\)\.item\(\)\.$'))
+    expect(headlines.nth(1)).to_contain_text("Compiling made it slower: backend_eager takes 0.127 ms a step")
+    stages = page.locator("#pipeline > li")
+    expect(stages).to_have_count(4)
+    expect(stages.locator("h3")).to_have_text(["TorchDynamo", "AOTAutograd", "TorchInductor", "Runtime"])
+    expect(page.locator("#pipe-dynamo")).to_contain_text("3 graphs, 10 nodes")
+    expect(page.locator("#pipe-dynamo")).to_contain_text("2 graph breaks")
+    expect(page.locator("#pipe-dynamo .pipe-time")).to_have_text("0.54 s compiling")
+    expect(page.locator("#pipe-inductor")).to_have_attribute("data-state", "not_run")
+    expect(page.locator("#pipe-inductor")).to_contain_text("not run: the recorded config (aot_eager) stops before")
+    expect(page.locator("#pipe-runtime")).to_contain_text("backend_eager: 0.37× (0.23-0.46) slower than eager")
+    expect(page.locator("#pipe-runtime")).to_contain_text("outputs identical to eager")
+    # The raw fields are behind "details", never on the first screen.
+    expect(page.locator("#overview-details")).not_to_have_attribute("open", "")
+    expect(page.locator("#overview-environment")).not_to_be_visible()
+    assert page.locator("#pipeline").bounding_box()["y"] + 100 < 900, "the pipeline is on the first screen"
+    # Each stage links into its tab; each headline to where it is shown.
+    page.locator("#pipe-aot a").click()
+    expect(page).to_have_url(re.compile(r"/aot$"))
+    page.go_back()
+    headlines.first.locator("a").click()
+    expect(page).to_have_url(re.compile(r"/dynamo#dynamo-graph_breaks$"))
+    assert failed == [], f"failed requests: {failed}"  # the favicon among them
+
+
+def test_training_and_inductor_facts_and_the_time_of_each_stage(site, sample_runs, page):
+    page.goto(url(site, sample_runs, "mlp_train"))
+    expect(page.locator("#pipe-aot")).to_contain_text("1 forward + 1 backward graphs")
+    expect(page.locator("#pipe-aot")).to_contain_text("8 tensors saved for backward, 16 recomputed")
+    expect(page.locator("#pipe-aot")).to_contain_text("5 ops decomposed")
+    expect(page.locator("#pipe-inductor")).to_contain_text("4 generated kernels")
+    expect(page.locator("#pipe-inductor .pipe-time")).to_have_text("23.39 s compiling")
+    expect(page.locator("#pipe-runtime")).to_contain_text("not decided: the step times' spreads overlap")
+    expect(page.locator("#headlines")).to_contain_text("Whether compiling helped is not decided")
+    page.goto(url(site, sample_runs, "seed_gpu"))
+    expect(page.locator("#pipe-runtime")).to_contain_text("CUDA graphs used")
+    expect(page.locator("#pipe-runtime")).to_contain_text("host-bound: GPU busy 45% of the step")
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_no_tab_of_any_sample_report_scrolls_sideways(site, sample_runs, page, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    wide = []
+    for name in SAMPLE_REPORTS:
+        for tab in TABS:
+            page.goto(url(site, sample_runs, name, tab))
+            if name != LARGE:  # open every fold (its parts load) so folded content is measured too
+                page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+                page.wait_for_load_state("networkidle")
+            page.wait_for_timeout(50)
+            scroll, client = page.evaluate(
+                "[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            if scroll > client:
+                wide.append(f"{name}/{tab}: {scroll} px in {client}")
+    assert wide == []
+
+
+def test_chart_labels_are_not_clipped_and_cuda_graphs_sit_beside_their_bar(site, sample_runs, page):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(url(site, sample_runs, "seed_gpu", "runtime"))
+    expect(page.locator("#cudagraphs-inductor_reduce_overhead")).to_contain_text("CUDA graphs used")
+    ladder = page.locator("#runtime-benchmarks .chart")
+    expect(ladder.locator(".main-svg").first).to_be_visible(timeout=15_000)
+    expect(ladder.locator("text.bartext").nth(2)).to_contain_text("CUDA graphs used")
+    for chart in page.locator(".chart").all():
+        chart.scroll_into_view_if_needed()
+        expect(chart.locator(".main-svg").first).to_be_visible(timeout=15_000)
+        box = chart.bounding_box()
+        for label in chart.locator("g.xtick text, g.ytick text, text.xtitle, text.ytitle, text.bartext").all():
+            if not label.text_content():
+                continue
+            inner = label.bounding_box()
+            assert inner["x"] >= box["x"] - 1 and inner["x"] + inner["width"] <= box["x"] + box["width"] + 1, \
+                f"{label.text_content()!r} clipped"
+            assert inner["y"] >= box["y"] - 1 and inner["y"] + inner["height"] <= box["y"] + box["height"] + 1, \
+                f"{label.text_content()!r} clipped"
+
+
+def test_a_model_of_thousands_of_nodes_loads_small_and_fast(site, sample_runs, page):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    sizes, times = {}, {}
+    for tab in TABS:
+        response = page.goto(url(site, sample_runs, LARGE, tab))
+        sizes[tab] = len(response.body())
+        times[tab] = page.evaluate("performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+    assert max(sizes.values()) <= 1_000_000, sizes
+    assert max(times.values()) <= 2_000, times
+    # The Inductor tab's long lists come when opened: fusion decisions grouped by reason, in words, paged.
+    page.goto(url(site, sample_runs, LARGE, "inductor"))
+    groups = page.locator("#inductor-fusion details.fusion-group")
+    expect(groups.first).to_contain_text("fused")
+    expect(page.locator("#inductor-fusion")).to_contain_text("not fused: another node has to run between them")
+    big = page.locator("#inductor-fusion details.fusion-group", has_text="another node has to run").first
+    started = time.monotonic()
+    big.locator("summary").click()
+    items = big.locator("ul.decisions > li")
+    expect(items).to_have_count(150)
+    assert time.monotonic() - started < 2
+    big.get_by_role("button", name=re.compile(r"^Show 150 more of \d+$")).click()
+    expect(items).to_have_count(300)
+    # Every opN links to its node in the graph, and on to its kernel.
+    first = items.first
+    node = first.locator("a.snode-name").first
+    expect(node).to_have_attribute("href", re.compile(r"^#graph-postgrad-0/\w+$"))
+    expect(first.locator("a.kernel-link").first).to_have_attribute("href", re.compile(r"^#kernel-cpp_fused_\w+$"))
+    kernel = first.locator("a.kernel-link").first.inner_text()
+    page.locator("#inductor-fusion input.list-filter").fill(kernel)
+    expect(items.filter(has_text=kernel).first).to_be_visible()
+    hidden = items.filter(has_not_text=kernel).evaluate_all("(items) => items.map((i) => i.hidden)")
+    assert hidden and all(hidden)
+    node.click()
+    expect(page.locator("#graph-postgrad-0")).to_have_attribute("data-selected", node.get_attribute("href").split("/")[-1],
+                                                               timeout=20_000)
+
+
+def test_the_ir_diff_shows_what_fused(site, sample_runs, page):
+    page.goto(url(site, sample_runs, "mlp_train", "inductor"))
+    ir = page.locator("#ir-0")
+    ir.locator("summary").click()
+    fused = ir.locator("table.ir-diff tr.fused")
+    expect(fused.first).to_be_visible()
+    row = fused.first
+    expect(row.locator("td").nth(1)).to_contain_text("+")  # the nodes it was made of
+    expect(row.locator("a.kernel-link")).to_have_attribute("href", re.compile(r"^#kernel-cpp_fused_"))
+    row.locator("details summary").click()
+    expect(row.locator(".ir-texts")).to_contain_text("Before fusion")
+    expect(ir.locator("table.ir-diff tr.same").first).to_contain_text("unchanged")
+
+
+def test_guards_fold_and_the_failed_guard_is_marked(site, sample_runs, page):
+    page.goto(url(site, sample_runs, "recompile", "dynamo"))
+    article = page.locator("#guards-0\\/0")
+    expect(article.locator(".failed-guard")).to_contain_text("tensor 'x' size mismatch at index 0. expected 4, actual 6")
+    expect(article.locator(".failed-guard pre")).to_contain_text("TENSOR_MATCH: check_tensor(L['x']")
+    failed = article.locator("li.guard.failed")
+    expect(failed).to_have_count(1)
+    expect(failed).to_be_visible()  # its folds are open
+    expect(failed).to_contain_text("size=[4, 16]")
+    manager = article.locator("ul.guard-tree details").nth(1)
+    manager.locator("> summary").click()
+    expect(manager).not_to_have_attribute("open", "")
+    expect(page.locator("#guards-0\\/1 .recompile")).to_contain_text("tensor 'x' size mismatch")
+
+
+def test_bytecode_side_by_side_with_full_arguments(site, sample_runs, page):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(url(site, sample_runs, "graph_break", "dynamo"))
+    original, transformed = page.locator("#bytecode-1 pre.bytecode-text").all()
+    expect(original).to_contain_text("LOAD_GLOBAL 1 (NULL + torch)")
+    assert original.bounding_box()["y"] == transformed.bounding_box()["y"], "side by side"
+    for pre in (original, transformed):
+        assert pre.evaluate("(el) => el.scrollWidth <= el.clientWidth"), "no argument cut off"
+
+
+def test_functionalization_rows_name_the_users_lines(site, sample_runs, page):
+    page.goto(url(site, sample_runs, "inplace_views", "aot"))
+    row = page.locator("#functionalization-0 tr", has=page.locator("code", has_text=re.compile(r"^aten\.add_$")))
+    expect(row.locator("a.line")).to_have_text("7")
+    row.locator("a.line").click()
+    expect(page.locator("#source #L-7")).to_have_class(re.compile(r"\bhl\b"))
