@@ -2,13 +2,16 @@
 four stages; no tab of any sample overflows at 1280 or 1440 px; a model of a few thousand nodes loads small and
 fast with its long lists drawn on demand; guards fold with the failed guard marked; functionalization names the
 user's lines; CUDA-graph status sits beside its bar; chart labels are not clipped; no request fails (favicon)."""
+import os
 import re
 import time
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import SAMPLE_REPORTS
+from storage import runstore
+from storage.db import session_factory
+from tests.browser.conftest import SAMPLE_REPORTS, read_sample_report
 
 TABS = ("overview", "dynamo", "aot", "inductor", "runtime")
 LARGE = "residual_mlp_24"
@@ -185,3 +188,68 @@ def test_functionalization_rows_name_the_users_lines(site, sample_runs, page):
     expect(row.locator("a.line")).to_have_text("7")
     row.locator("a.line").click()
     expect(page.locator("#source #L-7")).to_have_class(re.compile(r"\bhl\b"))
+
+
+def test_recomputed_nodes_are_marked_in_the_backward_graph(site, sample_runs, page):
+    page.goto(url(site, sample_runs, "mlp_train_aot_eager", "aot") + "#graph-aot-2/t_1")
+    backward = page.locator("#graph-aot-2")
+    expect(backward).to_have_attribute("data-selected", "t_1", timeout=20_000)
+    expect(backward.locator(".graph-legend")).to_contain_text("recomputed in backward")
+    expect(backward.locator(".graph-info")).to_contain_text("recomputed in backward")
+
+
+def test_progress_names_the_current_step_and_opens_tabs_as_their_stage_ends(site, page):
+    """A run the worker never sees (stored, not queued), advanced by this test as a worker would."""
+    report = read_sample_report("seed")
+    with session_factory(site.settings.database_url)() as session:
+        run = runstore.create_run(session, runstore.Submission(
+            code=report["source"]["code"], filename="seed.py", device="cpu", train=None,
+            configs=["eager", "inductor_default"]))
+        runstore.beat(session, "test-worker", ["cpu"], os.getpid())
+        runstore.claim_run(session, run.id, "test-worker", os.getpid())
+        slug, run_id = run.slug, run.id
+
+        def event(stage, state, seconds=None, config=None):
+            runstore.record_event(session, run_id, {"event": "stage", "stage": stage, "state": state,
+                                                    "seconds": seconds, "config": config})
+
+        page.goto(f"{site.url}/r/{slug}")
+        expect(page.locator("#stages > li")).to_have_count(9)
+        expect(page.locator("#tab-dynamo")).to_have_attribute("aria-disabled", "true")
+        for stage in ("load", "eager"):
+            event(stage, "started")
+            event(stage, "finished", 0.5)
+        event("dynamo", "started", config="inductor_default")
+        expect(page.locator("#progress-now")).to_have_text("Now: dynamo inductor_default")
+        for stage in ("dynamo", "aot", "inductor"):
+            event(stage, "finished", 1.0, config="inductor_default")
+        event("report", "started")
+        runstore.store_partial_report(session, run_id, {**report, "status": "running"})
+        event("report", "finished", 0.1)
+        event("benchmark", "started", config="eager")
+        event("benchmark", "finished", 2.0, config="eager")
+        event("benchmark", "started", config="inductor_default")
+        runstore.beat(session, "test-worker", ["cpu"], os.getpid())
+        # The Overview reloads with the stages done so far; Dynamo's tab is a link while the run still runs.
+        expect(page.locator("#pipe-dynamo")).to_have_attribute("data-state", "done", timeout=10_000)
+        expect(page.locator("#pipe-runtime")).to_have_attribute("data-state", "running")
+        expect(page.locator("#status")).to_have_text("running")
+        expect(page.locator("#progress-now")).to_contain_text("Now: benchmark inductor_default")
+        expect(page.locator("#time-left")).to_contain_text("s left (estimated from the stages done)")
+        expect(page.locator("#stage-benchmark-eager")).to_have_attribute("data-state", "finished")
+        expect(page.locator("#stage-profile")).to_have_attribute("data-state", "pending")
+        page.locator("#tab-dynamo").click()
+        expect(page.locator("#graph-dynamo-0")).to_be_visible()
+        expect(page.locator("#tab-runtime")).to_have_attribute("aria-disabled", "true")
+
+
+def test_a_syntax_error_is_answered_when_the_form_is_sent(site, page):
+    page.goto(site.url + "/?example=seed")
+    page.locator("#editor .cm-content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("\ndef broken(:\n")
+    started = time.monotonic()
+    page.get_by_role("button", name="Compile").click()
+    expect(page.locator("#error-code")).to_contain_text("Syntax error at line 12, column 12 of seed.py: invalid syntax: def broken(:")
+    assert time.monotonic() - started < 5
+    expect(page).not_to_have_url(re.compile(r"/r/"))
