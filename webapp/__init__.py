@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from contract.report import ReportError
 from storage.config import PROJECT_ROOT, Settings
 
 
@@ -33,4 +34,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(status.bp)
+    app.register_error_handler(ReportError, _unreadable_report)
     return app
+
+
+def _unreadable_report(exc: ReportError):
+    """A stored report this version cannot read (an unknown schema_version, or one that does not validate)."""
+    return f"this run's stored report cannot be read: {exc}\n", 500, {"Content-Type": "text/plain; charset=utf-8"}

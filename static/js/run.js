@@ -1,7 +1,7 @@
 // The run page while a job is queued or running: polls the API and redraws the steps (in the order they run, the
 // current one named with its config, an estimate of the time left), opens each tab as soon as its stage has
 // finished, and reloads into the report once the run has finished.
-(function () {
+function pollRun() {
   const run = document.getElementById("run");
   if (!run) return;
   const apiUrl = run.dataset.apiUrl;
@@ -82,4 +82,5 @@
     setTimeout(poll, 500);
   }
   poll();
-})();
+}
+pollRun();

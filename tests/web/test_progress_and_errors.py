@@ -3,7 +3,10 @@ tabs readable as soon as their stage has finished) and errors at the right time 
 failed run's tabs say which stage it did not reach). Events are recorded as the worker records the engine's."""
 import json
 import os
+from dataclasses import asdict
 
+from engine.job import JobRequest
+from engine.report import failed_report
 from tests.support import form_token
 from storage import runstore
 from storage.config import PROJECT_ROOT
@@ -106,9 +109,9 @@ def test_a_failed_runs_tabs_say_which_stage_it_did_not_reach(client, db):
     run = _queued(client, db, ["eager", "aot_eager"])
     _event(db, run, "load", "started")
     _event(db, run, "load", "failed")
-    runstore.store_report(db, run.id, {"status": "failed", "failure": {
-        "stage": "load", "kind": "user_exception", "message": "NameError: name 'modle' is not defined", "line": 9},
-        "dynamo": {"graphs": [], "graph_breaks": []}, "aot": {}, "inductor": {}, "runtime": {}})
+    request = {**asdict(JobRequest(code=run.code)), "configs": run.configs}
+    runstore.store_report(db, run.id, failed_report(request, "load", "user_exception",
+                                                    "NameError: name 'modle' is not defined", line=9))
     dynamo = client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True)
     assert "No graph break" not in dynamo
     assert "the run failed during load, before it reached Dynamo" in " ".join(dynamo.split())

@@ -5,10 +5,14 @@ import io
 import json
 import os
 import re
+from dataclasses import asdict
 
 import pytest
 from sqlalchemy import event
 
+from contract.report import checked_report
+from engine.job import JobRequest
+from engine.report import failed_report
 from tests.support import SEED, form_token
 from storage import runstore
 from storage.config import PROJECT_ROOT
@@ -109,7 +113,7 @@ def test_every_tab_of_a_sample_report_renders_its_artifacts(client, db, path):
         assert benchmark["config"] in html["runtime"]
     download = client.get(f"/r/{run.slug}/report.json")
     assert download.headers["Content-Disposition"].startswith("attachment")
-    assert json.loads(download.data) == json.loads(json.dumps(report, default=str))
+    assert json.loads(download.data) == checked_report(report)  # as stored: validated, upgraded to the current version
 
 
 def test_graph_breaks_link_to_the_users_lines(client, db):
@@ -124,9 +128,11 @@ def test_graph_breaks_link_to_the_users_lines(client, db):
 
 
 def test_a_tab_reads_only_its_own_sections(client, db, settings):
-    report = {"status": "ok", "failure": None, "dynamo": {"graphs": []},
-              "inductor": {"output_code": [{"compile_id": "0/0", "code": "HUGE_OUTPUT_CODE\n" * 20_000}]}}
+    with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "seed.json")) as f:
+        report = json.load(f)
+    report["inductor"]["output_code"][0]["code"] = "HUGE_OUTPUT_CODE\n" * 20_000
     run = _store(client, db, report)
+    assert runstore.has_report(db, run)
     engine = session_factory(settings.database_url).kw["bind"]
     fetched = []
 
@@ -147,9 +153,10 @@ def test_a_failed_run_shows_the_error_at_the_users_line(client, db):
     code = "import torch\n\ndef f(x):\n    return x.nope()\n"
     slug = client.post("/api/runs", json={"code": code}).get_json()["id"]
     run = runstore.get_run(db, slug)
-    runstore.store_report(db, run.id, {"status": "failed", "failure": {
-        "stage": "eager", "kind": "user_exception", "message": "'Tensor' object has no attribute 'nope'",
-        "file": "model.py", "line": 4, "traceback": "AttributeError: 'Tensor' object has no attribute 'nope'"}})
+    request = {**asdict(JobRequest(code=code)), "configs": ["eager"]}
+    runstore.store_report(db, run.id, failed_report(request, "eager", "user_exception",
+                                                    "'Tensor' object has no attribute 'nope'", file="model.py", line=4,
+                                                    traceback_text="AttributeError: 'Tensor' object has no attribute 'nope'"))
     html = client.get(f"/r/{slug}").get_data(as_text=True)
     assert 'id="error-line"' in html and 'href="/r/' + slug + '#L-4"' in html and "return x.nope()" in html
     assert client.get(f"/api/runs/{slug}").get_json()["error"]["line"] == 4
