@@ -8,6 +8,7 @@ Reads the report's sections as stored (docs/report-schema.md). Fields added late
 from __future__ import annotations
 
 from storage.runstore import SECTIONS_READY_AFTER
+from webapp.reportview import failed_guards
 
 # The pipeline in the order torch.compile runs it: (key, title, tab, engine stages whose end means it ran).
 PIPELINE = (
@@ -82,7 +83,7 @@ def story(sections: dict, *, progress: list[dict], run_status: str, failure: dic
     dynamo, aot, inductor, runtime = (sections.get(k) or {} for k in ("dynamo", "aot", "inductor", "runtime"))
     numbers = counts(sections)
     seconds = stage_seconds(runtime, sections.get("stages") or [], progress)
-    facts = {"dynamo": _dynamo_facts(dynamo, numbers), "aot": _aot_facts(aot),
+    facts = {"dynamo": _dynamo_facts(dynamo, numbers), "aot": _aot_facts(aot, runtime),
              "inductor": _inductor_facts(inductor, numbers), "runtime": _runtime_facts(runtime)}
     stages = [{"key": key, "title": title, "tab": tab, "state": states[key], "does": WHAT_IT_DOES[key],
                "seconds": seconds.get(key), "facts": facts[key] if states[key] in ("done", "running") else [],
@@ -120,9 +121,10 @@ def _dynamo_facts(dynamo: dict, numbers: dict) -> list[str]:
             _plural(breaks, "graph break"), _plural(recompiles, "recompile")]
 
 
-def _aot_facts(aot: dict) -> list[str]:
+def _aot_facts(aot: dict, runtime: dict) -> list[str]:
     kinds = [g.get("kind") for g in aot.get("graphs") or []]
-    facts = []
+    mode = (runtime.get("mode") or {}).get("kind")  # inference or training, where the report says
+    facts = [f"{mode} graphs"] if mode else []
     if "forward" in kinds or "backward" in kinds:
         facts.append(f"{_plural(kinds.count('forward'), 'forward')} + {_plural(kinds.count('backward'), 'backward')}"
                      " graph" + ("s" if kinds.count("forward") + kinds.count("backward") > 1 else ""))
@@ -211,8 +213,8 @@ def speedup_text(benchmark: dict, runtime: dict) -> str:
         spread = f" ({eager['median_ms'] / benchmark['p90_ms']:.2f}-{eager['median_ms'] / benchmark['p10_ms']:.2f})"
     verdict = speedup_verdict(benchmark, runtime)
     if verdict == "undecided":
-        return f"{value:.2f}×{spread}, not decided: the step times' spreads overlap"
-    return f"{value:.2f}×{spread} {'faster' if value >= 1 else 'slower'} than eager"
+        return f"{value:.2f}×{spread}, not decided: the spreads overlap"
+    return f"{value:.2f}×{spread} {'faster' if value >= 1 else 'slower'}"
 
 
 def correctness_text(benchmark: dict, runtime: dict) -> str | None:
@@ -224,7 +226,7 @@ def correctness_text(benchmark: dict, runtime: dict) -> str | None:
     if error == 0:
         return "outputs identical to eager"
     if isinstance(error, (int, float)):
-        return f"largest difference from eager {error:.1e} (no verdict recorded)"
+        return f"max difference from eager {error:.1e}"
     return None
 
 
@@ -296,16 +298,27 @@ def headlines(sections: dict, states: dict, numbers: dict, failure: dict | None,
         said = {"faster": "Compiling helped", "slower": "Compiling made it slower",
                 "same": "Compiling made no measurable difference"}.get(verdict, "Whether compiling helped is not decided")
         text = (f"{said}: {best['config']} takes {best['median_ms']:.3g} ms a step against eager's "
-                f"{eager['median_ms']:.3g} ms ({speedup_text(best, runtime)})")
+                f"{eager['median_ms']:.3g} ms, {speedup_text(best, runtime)}")
         correct = correctness_text(best, runtime)
         out.append({"text": text + (f"; {correct}." if correct else "."), "tab": "runtime", "anchor": "runtime-benchmarks",
                     "kind": {"faster": "good", "slower": "bad"}.get(verdict, "warn")})
+    divergent = (runtime.get("correctness") or {}).get("first_divergent_stage")
+    if divergent:
+        title = {"dynamo": "TorchDynamo", "aot_autograd": "AOTAutograd", "inductor": "TorchInductor"}.get(divergent,
+                                                                                                     divergent)
+        text = (runtime.get("correctness") or {}).get("text") or ""
+        out.insert(1 if failure else 0, {"text": f"The outputs stop matching eager at {title}" + (f": {text}" if text
+                                                                                                 else "."),
+                                         "tab": "runtime", "anchor": "runtime-benchmarks", "kind": "bad"})
     recompiles = dynamo.get("recompiles") or []
     if recompiles:
         first = recompiles[0]
-        guard = ((first.get("failed_guards") or [{}])[0].get("guard") or first.get("reason") or "").strip()
-        out.append({"text": f"Dynamo compiled again {_plural(len(recompiles), 'time')}: a guard failed"
-                            + (f" ({guard})" if guard else "") + ".", "tab": "dynamo", "anchor": "dynamo-guards", "kind": "warn"})
+        guard = next((text for _, text in failed_guards(first) if text), "").strip()
+        call = first.get("call_index")
+        out.append({"text": f"Dynamo compiled again {_plural(len(recompiles), 'time')}: "
+                            + (f"call {call} of example_inputs " if isinstance(call, int) else "")
+                            + "failed a guard" + (f" ({guard})" if guard else "") + ".",
+                    "tab": "dynamo", "anchor": "dynamo-guards", "kind": "warn"})
     partitions = aot.get("partitions") or []
     if partitions:
         saved = sum(len(p.get("saved") or []) for p in partitions)
