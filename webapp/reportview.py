@@ -156,13 +156,17 @@ def fused_node_count(text: str) -> int:
 
 def ir_diff(inductor: dict, pair: dict) -> list[dict]:
     """IR before against after fusion, one row per scheduler node after fusion: {name, type, fused (it merged
-    several nodes), members [{name, ops}], buffers, kernel, before (the members' IR), after (its own)}."""
+    several nodes), members [{name, ops}], buffers [{name, node (the graph node computing it)}], kernel, before
+    (the members' IR), after (its own)}."""
     before = {node["name"]: node for node in ir_nodes(pair["before"])}
-    ops_of = {}
+    ops_of, node_of_buffer = {}, {}
     for scheduler in inductor.get("scheduler") or []:  # each opN's graph nodes, where the report has them
         if (scheduler.get("compile_id"), scheduler.get("kind")) == (pair["compile_id"], pair["kind"]):
             for name, node in (scheduler.get("nodes") or {}).items():
                 ops_of[name] = list(dict.fromkeys(node.get("origins") or []))
+                for buffer in node.get("writes") or []:
+                    if ops_of[name]:
+                        node_of_buffer.setdefault(buffer, ops_of[name][-1])
     for decision in inductor.get("fusion_decisions") or []:
         if (decision.get("compile_id"), decision.get("kind")) == (pair["compile_id"], pair["kind"]):
             for side in ("first", "second"):
@@ -179,7 +183,8 @@ def ir_diff(inductor: dict, pair: dict) -> list[dict]:
         kernel = next((kernel_of[b] for b in node["buffers"] if b in kernel_of), None)
         rows.append({"name": node["name"], "type": node["type"], "fused": len(node["members"]) > 1,
                      "members": [{"name": m, "ops": ops_of.get(m, [])} for m in node["members"]],
-                     "buffers": node["buffers"], "kernel": kernel, "after": node["text"],
+                     "buffers": [{"name": b, "node": node_of_buffer.get(b)} for b in node["buffers"]],
+                     "kernel": kernel, "after": node["text"],
                      "before": "\n\n".join(before[m]["text"] for m in node["members"] if m in before)})
     return rows
 

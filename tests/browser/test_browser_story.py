@@ -152,6 +152,7 @@ def test_the_ir_diff_shows_what_fused(site, sample_runs, page):
     row = fused.first
     expect(row.locator("td").nth(1)).to_contain_text("+")  # the nodes it was made of
     expect(row.locator("a.kernel-link")).to_have_attribute("href", re.compile(r"^#kernel-cpp_fused_"))
+    expect(row.locator("a.buffer").first).to_have_attribute("href", re.compile(r"^#graph-postgrad-0/\w+$"))
     row.locator("details summary").click()
     expect(row.locator(".ir-texts")).to_contain_text("Before fusion")
     expect(ir.locator("table.ir-diff tr.same").first).to_contain_text("unchanged")

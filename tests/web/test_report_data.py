@@ -127,7 +127,12 @@ def test_the_ir_diff_shows_which_nodes_fused_into_which_kernel():
     assert sorted(m["name"] for row in rows for m in row["members"]) == sorted(before)
     kernels = {k["name"]: k for k in inductor["kernels"] if k["graph_kind"] == "forward"}
     for row in fused:
-        assert row["kernel"] in kernels and set(row["buffers"]) & set(kernels[row["kernel"]]["writes"])
+        buffers = {b["name"] for b in row["buffers"]}
+        assert row["kernel"] in kernels and buffers & set(kernels[row["kernel"]]["writes"])
+    # Each buffer names the graph node that computes it, one of the nodes of its scheduler node.
+    graph_nodes = {n for row in rows for m in row["members"] for n in m["ops"]}
+    assert all(b["node"] in graph_nodes for row in rows for b in row["buffers"] if b["node"])
+    assert any(b["node"] for row in rows for b in row["buffers"])
 
 
 def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():
