@@ -92,6 +92,13 @@ def test_chart_labels_are_not_clipped_and_cuda_graphs_sit_beside_their_bar(site,
     ladder = page.locator("#runtime-benchmarks .chart")
     expect(ladder.locator(".main-svg").first).to_be_visible(timeout=15_000)
     expect(ladder.locator("text.bartext").nth(2)).to_contain_text("CUDA graphs used")
+    _assert_chart_labels_inside(page)
+    for name, tab in (("mlp_train", "runtime"), ("mlp_train", "aot"), ("tiny_gpt", "runtime")):
+        page.goto(url(site, sample_runs, name, tab))
+        _assert_chart_labels_inside(page)
+
+
+def _assert_chart_labels_inside(page):
     for chart in page.locator(".chart").all():
         chart.scroll_into_view_if_needed()
         expect(chart.locator(".main-svg").first).to_be_visible(timeout=15_000)
