@@ -264,13 +264,14 @@ def _stored_report_text(session: Session, run: Run) -> str:
 
 def stage_progress(run: Run) -> list[dict]:
     """Each engine stage, in the order a job runs them, with its latest state (pending, started, finished,
-    failed; skipped when the run ended without starting it) and its seconds. A stage that runs once per config
+    failed; skipped when the run ended without starting it, or when the job's configs do not run it) and its seconds. A stage that runs once per config
     (benchmark) is finished only when its last planned run is."""
     steps = progress_steps(run)
     progress = []
     for stage in STAGES:
         mine = [step for step in steps if step["stage"] == stage]
-        if not mine:
+        if not mine:  # not part of this job (Inductor for an aot_eager job)
+            progress.append({"stage": stage, "state": "skipped", "seconds": None, "elapsed_s": None})
             continue
         states = {step["state"] for step in mine}
         state = next((s for s in ("failed", "started") if s in states), None) or (
