@@ -263,3 +263,15 @@ def test_a_syntax_error_is_answered_when_the_form_is_sent(site, page):
     expect(page.locator("#error-code")).to_contain_text("Syntax error at line 12, column 12 of seed.py: invalid syntax: def broken(:")
     assert time.monotonic() - started < 5
     expect(page).not_to_have_url(re.compile(r"/r/"))
+
+
+def test_the_source_pane_keeps_its_line_numbers_when_a_long_line_is_selected(site, sample_runs, page):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(url(site, sample_runs, "graph_break", "dynamo") + "#L-8")  # the longest line of the file
+    pane = page.locator("#source")
+    expect(page.locator("#source #L-8")).to_have_class(re.compile(r"\bhl\b"))
+    page.locator("#source .listing").first.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")
+    pane.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")
+    number = page.locator("#source td.linenos a[href='#L-8']")
+    box, gutter = pane.bounding_box(), number.bounding_box()
+    assert gutter["x"] >= box["x"] and gutter["x"] + gutter["width"] <= box["x"] + box["width"], "line number in view"
