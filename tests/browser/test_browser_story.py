@@ -275,3 +275,13 @@ def test_the_source_pane_keeps_its_line_numbers_when_a_long_line_is_selected(sit
     number = page.locator("#source td.linenos a[href='#L-8']")
     box, gutter = pane.bounding_box(), number.bounding_box()
     assert gutter["x"] >= box["x"] and gutter["x"] + gutter["width"] <= box["x"] + box["width"], "line number in view"
+
+
+@pytest.mark.parametrize("name", ["mlp_train", LARGE, "seed_gpu"])
+def test_the_kernel_tables_measured_columns_are_on_screen(site, sample_runs, page, name):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(url(site, sample_runs, name, "inductor"))
+    box = page.locator("#inductor-kernels .table-scroll").bounding_box()
+    for column in ("Time / step", "Share", "Bandwidth", "Roofline share"):
+        header = page.locator("table.kernels th", has_text=re.compile(f"^{re.escape(column)}$")).bounding_box()
+        assert header["x"] + header["width"] <= box["x"] + box["width"], f"{column} is off screen"
