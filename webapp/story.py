@@ -255,7 +255,7 @@ def host_text(runtime: dict, best: dict | None) -> str | None:
 
 def _why_not(key: str, state: str, failure: dict | None, runtime: dict) -> str | None:
     if state == "failed":
-        return f"failed here: {(failure or {}).get('message') or 'see the error above'}"
+        return f"failed here: {_first_line((failure or {}).get('message')) or 'see the error above'}"
     if state == "not_reached":
         return f"not reached: the run failed during {(failure or {}).get('stage') or 'an earlier stage'}"
     if state == "not_run":
@@ -277,7 +277,7 @@ def headlines(sections: dict, states: dict, numbers: dict, failure: dict | None,
     if failure:
         where = f" at line {failure['line']}" if isinstance(failure.get("line"), int) else ""
         missed = [title for key, title, _, _ in PIPELINE if states[key] == "not_reached"]
-        out.append({"text": f"The run failed during {failure.get('stage')}{where}: {failure.get('message')}"
+        out.append({"text": f"The run failed during {failure.get('stage')}{where}: {_first_line(failure.get('message'))}"
                             + (f". Not reached: {', '.join(missed)}." if missed else ""),
                     "tab": None, "anchor": "error", "kind": "bad"})
     breaks = dynamo.get("graph_breaks") or []
@@ -335,6 +335,12 @@ def headlines(sections: dict, states: dict, numbers: dict, failure: dict | None,
                                if len(kernels[0].get("source_nodes") or []) > 1 else "") + ".",
                     "tab": "inductor", "anchor": "inductor-kernels", "kind": "info"})
     return out
+
+
+def _first_line(text, limit: int = 200) -> str:
+    """A message's first line, cut to ``limit`` characters (the whole message is in the error box)."""
+    line = str(text or "").strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 def _short_code(code) -> str:

@@ -71,7 +71,11 @@ function pollRun() {
       if (response.ok) {
         const data = await response.json();
         show(data);
-        if (data.status === "succeeded" || data.status === "failed" || openTabs(data.tabs_ready)) {
+        const finished = data.status === "succeeded" || data.status === "failed";
+        const changed = openTabs(data.tabs_ready);
+        // A Dynamo or AOTAutograd tab read while the benchmarks ran is final already: no reload to lose its place.
+        if (finished && readyAtLoad.has(currentTab) && ["dynamo", "aot"].includes(currentTab)) return;
+        if (finished || changed) {
           window.location.reload();
           return;
         }

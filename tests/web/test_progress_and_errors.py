@@ -2,6 +2,7 @@
 tabs readable as soon as their stage has finished) and errors at the right time (a syntax error at submit; a
 failed run's tabs say which stage it did not reach). Events are recorded as the worker records the engine's."""
 import json
+import re
 import os
 from dataclasses import asdict
 
@@ -126,3 +127,23 @@ def test_every_page_has_a_favicon(client):
     assert 'rel="icon" type="image/svg+xml" href="/static/favicon.svg"' in html
     assert client.get("/static/favicon.svg").status_code == 200
     assert client.get("/favicon.ico").headers["Location"].endswith("/static/favicon.svg")
+
+
+def test_a_run_that_failed_in_dynamo_marks_that_stage_and_the_ones_it_did_not_reach(client, db):
+    run = _queued(client, db, ["eager", "aot_eager"])
+    for stage in ("load", "eager"):
+        _event(db, run, stage, "finished", 0.1)
+    _event(db, run, "dynamo", "started", config="aot_eager")
+    _event(db, run, "dynamo", "failed", config="aot_eager")
+    request = {**asdict(JobRequest(code=run.code)), "configs": run.configs}
+    message = "torch.compile failed in stage 'dynamo': Unsupported: data-dependent branch\n" + "  frame\n" * 50
+    runstore.store_report(db, run.id, failed_report(request, "dynamo", "compile_error", message, line=6))
+    overview = client.get(f"/r/{run.slug}").get_data(as_text=True)
+    states = dict(re.findall(r'id="pipe-(\w+)" data-state="(\w+)"', overview))
+    assert states == {"dynamo": "failed", "aot": "not_reached", "inductor": "not_reached", "runtime": "not_reached"}
+    assert "failed here: torch.compile failed in stage &#39;dynamo&#39;: Unsupported: data-dependent branch<" in overview
+    dynamo = " ".join(client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True).split())
+    assert "No graph break:" not in dynamo
+    assert "No graph break recorded: the run failed during dynamo" in dynamo
+    aot = " ".join(client.get(f"/r/{run.slug}/aot").get_data(as_text=True).split())
+    assert "the run failed during dynamo, before it reached AOTAutograd" in aot
