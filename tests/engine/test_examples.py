@@ -4,6 +4,7 @@ import json
 import pytest
 
 from contract.report import SCHEMA_VERSION
+from contract.vocab import job_plan
 from tests.engine.conftest import NO_INDUCTOR
 
 
@@ -72,6 +73,14 @@ def test_seed_progress_events_arrive_stage_by_stage(seed):
     finished = [e for e in seed["_events"] if e["state"] == "finished"]
     assert all(e["seconds"] >= 0 for e in finished)
     assert [e["elapsed_s"] for e in seed["_events"]] == sorted(e["elapsed_s"] for e in seed["_events"])
+
+
+def test_the_job_runs_its_steps_in_the_planned_order(explore, seed):
+    """The progress pages show the steps still to come from contract.vocab.job_plan: it must be the order the
+    child really runs them in (stage and config), for an Inductor ladder and for one without Inductor."""
+    for report in (seed, explore("mlp_train", NO_INDUCTOR)):
+        started = [(e["stage"], e.get("config")) for e in report["_events"] if e.get("state") == "started"]
+        assert started == job_plan(report["request"]["configs"])
 
 
 def test_graph_breaks_have_reasons_hints_and_user_lines(explore):
