@@ -126,12 +126,12 @@ function setUpParts(root) {
   }
 }
 
-// Filter boxes: hide the list items of their section that do not contain every word typed.
+// Filter boxes: hide the items of their section (data-items, a selector) that do not contain every word typed.
 function applyFilter(section) {
   const input = section?.querySelector("input.list-filter");
   if (!input) return;
   const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
-  for (const item of section.querySelectorAll("ul.decisions > li")) {
+  for (const item of section.querySelectorAll(input.dataset.items)) {
     const text = item.textContent.toLowerCase();
     item.hidden = !words.every((word) => text.includes(word));
   }

@@ -124,6 +124,12 @@ def test_a_model_of_thousands_of_nodes_loads_small_and_fast(site, sample_runs, p
     assert max(times.values()) <= 2_000, times
     # The Inductor tab's long lists come when opened: fusion decisions grouped by reason, in words, paged.
     page.goto(url(site, sample_runs, LARGE, "inductor"))
+    kernels = page.locator("table.kernels tr.kernel-row")
+    page.locator("#inductor-kernels input.list-filter").fill("gelu backward")
+    expect(kernels.filter(visible=True).first).to_contain_text("gelu")
+    shown = kernels.evaluate_all("(rows) => rows.filter((r) => !r.hidden).map((r) => r.textContent)")
+    assert 0 < len(shown) < kernels.count() and all("gelu" in t and "backward" in t for t in shown)
+    page.locator("#inductor-kernels input.list-filter").fill("")
     groups = page.locator("#inductor-fusion details.fusion-group")
     expect(groups.first).to_contain_text("fused")
     expect(page.locator("#inductor-fusion")).to_contain_text("not fused: another node has to run between them")

@@ -25,7 +25,9 @@ DRAWN_FIELDS = {
     "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode"},
     "aot": {"graphs", "partitions", "functionalization", "decompositions"},
     "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion"},
-    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile", "cudagraphs"},
+    # timing, recorded_config, first_call_ms: in the ledes; job_seconds: the Overview's "the whole job took".
+    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile", "cudagraphs", "timing",
+                "recorded_config", "first_call_ms", "job_seconds"},
 }
 
 
