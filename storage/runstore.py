@@ -18,8 +18,19 @@ from contract import graphs
 from contract.report import SCHEMA_VERSION, ReportError, check_version, checked_report
 from contract.vocab import STAGES, job_plan
 from storage.config import Settings
-from storage.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
-                           RunEvent, WorkerHeartbeat, utcnow)
+from storage.models import (
+    FAILED,
+    FINISHED_STATUSES,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    ReportGraph,
+    ReportSection,
+    Run,
+    RunEvent,
+    WorkerHeartbeat,
+    utcnow,
+)
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
 

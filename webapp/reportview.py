@@ -5,13 +5,13 @@ Graph ids, lookup and stored graph payloads are the report's vocabulary: contrac
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import defaultdict
 
 # The templates call these as view.*: the graph vocabulary lives in contract/graphs.py.
 from contract import graphs
 from contract.graphs import functionalization_graphs, graph_id_by_kind, graph_title, graphs_of_tab  # noqa: F401
+from contract.userfile import is_user_file
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
@@ -98,19 +98,22 @@ def fusion_groups(inductor: dict) -> list[dict]:
             "action": action, "reason": reason, "count": 0, "decisions": [],
             "words": "fused" if action == "fused" else f"not fused: {FUSION_REASONS.get(reason, reason)}"})
         group["count"] += count
-
-        def side(name, ops):
-            ops = list(dict.fromkeys(ops or []))
-            kernels = list(dict.fromkeys(k for op in ops if (k := kernel_of.get((key[0], key[1], op)))))
-            return {"name": name, "ops": ops, "kernels": kernels}
-        group["decisions"].append({"first": side(decision.get("first"), decision.get("first_ops")),
-                                   "second": side(decision.get("second"), decision.get("second_ops")),
-                                   "count": count})
+        group["decisions"].append({
+            "first": _fusion_side(decision.get("first"), decision.get("first_ops"), key, kernel_of),
+            "second": _fusion_side(decision.get("second"), decision.get("second_ops"), key, kernel_of),
+            "count": count})
     out = []
     for graph in graphs.values():
         groups = sorted(graph.pop("by_reason").values(), key=lambda g: (g["action"] != "fused", -g["count"]))
         out.append({**graph, "groups": groups})
     return out
+
+
+def _fusion_side(name, ops, graph_key: tuple, kernel_of: dict) -> dict:
+    """One scheduler node of a fusion decision: its name, graph nodes and the kernels those went into."""
+    ops = list(dict.fromkeys(ops or []))
+    kernels = list(dict.fromkeys(k for op in ops if (k := kernel_of.get((*graph_key, op)))))
+    return {"name": name, "ops": ops, "kernels": kernels}
 
 
 def ir_pairs(inductor: dict) -> list[dict]:
@@ -507,7 +510,7 @@ def provenance(sections: dict, filename: str) -> dict:
     def collect(kind: str, graph_id: str, graph: dict):
         for node in graph.get("nodes") or []:  # the ops a line became (inputs are not what it computes)
             if (str(node.get("op", "")).startswith("call_") and isinstance(node.get("line"), int)
-                    and same_file(node.get("file"), filename)):
+                    and is_user_file(node.get("file"), filename)):
                 lines[node["line"]][kind].append({"graph": graph_id, "node": node["name"],
                                                   "title": graph_title(graph_id, graph)})
 
@@ -518,12 +521,9 @@ def provenance(sections: dict, filename: str) -> dict:
             collect("aten", entry["id"], entry["graph"])
     for kernel in inductor.get("kernels") or []:
         for source_line in kernel.get("source_lines") or []:
-            if isinstance(source_line.get("line"), int) and same_file(source_line.get("file"), filename):
+            if isinstance(source_line.get("line"), int) and is_user_file(source_line.get("file"), filename):
                 kernels = lines[source_line["line"]]["kernels"]
                 if kernel.get("name") not in kernels:
                     kernels.append(kernel.get("name"))
     return {"lines": {str(line): entry for line, entry in sorted(lines.items())}}
 
-
-def same_file(file, filename: str) -> bool:
-    return isinstance(file, str) and os.path.basename(file) == filename

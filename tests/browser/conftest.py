@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import pytest
 from werkzeug.serving import make_server
 
-from tests.support import Worker, make_settings
-from webapp import create_app
 from storage import runstore
 from storage.config import PROJECT_ROOT, Settings
 from storage.db import session_factory
+from tests.support import Worker, make_settings
+from webapp import create_app
 
 CHROMIUM = "/usr/bin/chromium"
 

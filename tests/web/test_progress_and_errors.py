@@ -2,16 +2,16 @@
 tabs readable as soon as their stage has finished) and errors at the right time (a syntax error at submit; a
 failed run's tabs say which stage it did not reach). Events are recorded as the worker records the engine's."""
 import json
-import re
 import os
+import re
 from dataclasses import asdict
 
 from engine.job import JobRequest
 from engine.report import failed_report
-from tests.support import form_token
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.models import Run
+from tests.support import form_token
 
 
 def _report(name):

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, request, url_for
 
-from webapp import context, security, story
-
 from storage import runstore
 from storage.models import FINISHED_STATUSES, RUNNING, Run
+from webapp import context, security, story
 from webapp.submission import syntax_error, validate
 
 bp = Blueprint("api", __name__, url_prefix="/api")

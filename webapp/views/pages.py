@@ -4,10 +4,10 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
 from contract.vocab import DEFAULT_CONFIGS
-from webapp import context, reportview, security, story
 from storage import runstore
-from webapp.examples import list_examples, read_example
 from storage.models import FINISHED_STATUSES, RUNNING, Run
+from webapp import context, reportview, security, story
+from webapp.examples import list_examples, read_example
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
 from webapp.views.api import submit

@@ -4,9 +4,8 @@ Revision ID: 0007
 Revises: 0004
 Create Date: 2026-12-01 08:00:00.000000
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0007'
 down_revision = '0004'
