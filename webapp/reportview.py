@@ -270,8 +270,9 @@ def guards_by_compile_id(dynamo: dict) -> list[dict]:
         text = guard.get("text") or ""
         count = guard.get("count")
         rows.append({"compile_id": guard.get("compile_id"), "text": text.strip("\n"),
+                     # torch's own count where the report has it, else the guards (leaves) of the tree
                      "count": count if isinstance(count, int) else sum(
-                         1 for line in text.splitlines() if "GUARD" in line or "GLOBAL_STATE" in line),
+                         root["count"] if root["children"] else 1 for root in guard_tree(text, [])[0]),
                      "recompiles": recompiles.pop(guard.get("compile_id"), []),
                      "failed": rejected.get(guard.get("compile_id"), [])})
     for compile_id, orphans in recompiles.items():  # a recompile whose guards were not recorded
@@ -318,11 +319,11 @@ def guard_tree(text: str, failed: list[dict]) -> tuple[list[dict], list[dict]]:
         del stack[depth:]
         (stack[-1]["children"] if stack else roots).append(node)
         stack.append(node)
-    def visit(node) -> bool:
-        node["count"] = sum(child.get("count", 1) if child["children"] else 1 for child in node["children"])
+    def visit(node) -> bool:  # counts the guards under each fold; marks failed leaves, opens their folds
         hit = False
         for child in node["children"]:
             hit = visit(child) or hit
+        node["count"] = sum(child["count"] if child["children"] else 1 for child in node["children"])
         if not node["children"]:
             for f in failed:
                 if _guard_matches(node, f["guard"]):

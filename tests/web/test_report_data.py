@@ -6,11 +6,10 @@ import os
 from sqlalchemy import delete, select, update
 
 from contract import graphs
-from webapp import reportview
-
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.models import ReportGraph, ReportSection
+from webapp import reportview
 
 
 def _report(name: str) -> dict:
@@ -140,3 +139,19 @@ def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():
     assert notes[0].startswith("inductor_default: host-bound. The GPU is busy only 45% of each step")
     assert "measured here it was not faster (0.174 ms per step)" in notes[0]
     assert reportview.host_bound_diagnosis(_report("seed")["runtime"]["benchmarks"]) == []  # CPU: no GPU time
+
+
+def test_the_guard_tree_folds_counts_its_guards_and_marks_the_failed_one():
+    dynamo = _report("recompile")["dynamo"]
+    first, second = reportview.guards_by_compile_id(dynamo)
+    assert first["failed"] == [{"guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6", "recompile": "0/1"}]
+    tree, failed = reportview.guard_tree(first["text"], first["failed"])
+    (root,) = tree
+    leaves = [line for line in first["text"].splitlines() if "+- " in line and "GuardManager" not in line]
+    assert root["label"] == "RootGuardManager" and root["count"] == first["count"] == len(leaves) == 14
+    (leaf,) = failed
+    assert leaf["label"] == "TENSOR_MATCH" and "size=[4, 16]" in leaf["text"]
+    tensor_fold = next(c for c in root["children"] if c["label"] == "GuardManager" and "L['x']" in c["text"])
+    assert tensor_fold["open"] and root["open"]
+    assert not any(c["open"] for c in root["children"] if c is not tensor_fold and c["children"])
+    assert second["failed"] == [] and not reportview.guard_tree(second["text"], [])[1]
