@@ -55,10 +55,11 @@ def capture_config(configs: list[str]) -> Config:
 
 
 def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
-    """The (stage, config) steps a job with these configs runs, in order, as engine/child.py runs them: load,
-    eager, the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its backend has them), the
-    report, then one benchmark per config (eager, the recorded config, the rest), profiling after the recorded
-    config when it is an Inductor one. Progress pages show the steps still to come from it."""
+    """The (stage, config) steps a job with these configs runs, in order, as engine/child.py's stages run them:
+    load, eager (the reference), the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its
+    backend has them), the report, one benchmark per config (compiled and warmed up: eager, the recorded config,
+    the rest), the timed rounds of all configs together (a benchmark without a config), then profiling when the
+    recorded config is an Inductor one. Progress pages show the steps still to come from it."""
     target = capture_config(configs)
     steps = [("load", None), ("eager", None), ("dynamo", target.name)]
     if target.backend in ("aot_eager", "inductor"):
@@ -66,11 +67,10 @@ def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
     if target.backend == "inductor":
         steps.append(("inductor", target.name))
     steps.append(("report", None))
-    for name in ["eager", target.name] + [n for n in configs if n not in ("eager", target.name)]:
-        if name in configs:
-            steps.append(("benchmark", name))
-            if name == target.name and target.backend == "inductor":
-                steps.append(("profile", None))
+    steps += [("benchmark", name) for name in dict.fromkeys(["eager", target.name, *configs]) if name in configs]
+    steps.append(("benchmark", None))
+    if target.backend == "inductor":
+        steps.append(("profile", None))
     return steps
 
 

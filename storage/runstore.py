@@ -202,7 +202,8 @@ def summarize(report: dict) -> dict:
     """Headline numbers for the Overview, computed once so that tab never loads the big sections."""
     dynamo, aot = report.get("dynamo") or {}, report.get("aot") or {}
     inductor, runtime = report.get("inductor") or {}, report.get("runtime") or {}
-    measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))]
+    measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))
+                and b.get("config") != "eager"]
     best = max(measured, key=lambda b: b["speedup_vs_eager"], default=None)
     return {
         "dynamo_graphs": len(dynamo.get("graphs") or []),
@@ -214,6 +215,11 @@ def summarize(report: dict) -> dict:
         "kernel_names": [k.get("name") for k in inductor.get("kernels") or []][:20],
         "best_config": best and best.get("config"),
         "best_speedup": best and best["speedup_vs_eager"],
+        # Quote best_speedup only when decided; else best_speedup_text says "not decided: ..." with the figures.
+        "best_speedup_decided": bool(best and (best.get("speedup") or {}).get("decided")),
+        "best_speedup_text": best and (best.get("speedup") or {}).get("text"),
+        "correctness_text": (runtime.get("correctness") or {}).get("text"),
+        "first_divergent_stage": (runtime.get("correctness") or {}).get("first_divergent_stage"),
     }
 
 
@@ -325,8 +331,8 @@ def progress_steps(run: Run) -> list[dict]:
 
 
 def time_left(steps: list[dict]) -> float | None:
-    """Seconds the steps still to come should take, estimated from those done: a benchmark of a compiled config
-    compiles it again (about the recorded compile's time) and times it (about a finished benchmark's time).
+    """Seconds the steps still to come should take, estimated from those done: each about a finished benchmark's
+    time, plus the recorded compile's time for a config's benchmark that compiles it again.
     None until the recorded compile and one benchmark have finished."""
     done = [s for s in steps if s["state"] == "finished" and s["seconds"] is not None]
     compile_s = sum(s["seconds"] for s in done if s["stage"] in ("dynamo", "aot", "inductor"))
@@ -339,8 +345,8 @@ def time_left(steps: list[dict]) -> float | None:
     for step in steps:
         if step["state"] not in ("pending", "started"):
             continue
-        if step["stage"] == "benchmark":
-            left += timing + (compile_s if step["config"] not in ("eager", recorded) else 0)
+        if step["stage"] == "benchmark":  # a config's benchmark compiles it again unless it is eager or recorded
+            left += timing + (compile_s if step["config"] not in (None, "eager", recorded) else 0)
         else:  # profile, or a stage under way: about a benchmark's time
             left += timing
     return round(left, 1)

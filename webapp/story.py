@@ -8,7 +8,7 @@ Reads the report's sections as stored (docs/report-schema.md). Fields added late
 from __future__ import annotations
 
 from storage.runstore import SECTIONS_READY_AFTER
-from webapp.reportview import failed_guards
+from webapp.reportview import failed_guards, speedup_text
 
 # The pipeline in the order torch.compile runs it: (key, title, tab, engine stages whose end means it ran).
 PIPELINE = (
@@ -42,10 +42,14 @@ def counts(sections: dict) -> dict:
             "library_calls": sum(c.get("count") or 1 for c in inductor.get("library_calls") or [])}
 
 
-def stage_states(progress: list[dict], run_status: str, failure: dict | None) -> dict:
+def stage_states(progress: list[dict], run_status: str, failure: dict | None, recorded: list | None = None) -> dict:
     """Each pipeline stage's state: done, running, failed, not_reached (the run ended before it), pending (still
-    to come) or not_run (the run finished without it: the recorded config stops earlier)."""
-    latest = {row["stage"]: row["state"] for row in progress}
+    to come) or not_run (the run finished without it: the recorded config stops earlier). ``recorded``: the
+    report's own ``stages`` list, for a run stored without its progress events."""
+    latest = {row["stage"]: row["state"] for row in progress if row["state"] not in ("pending", "skipped")}
+    for row in recorded or [] if run_status in ("succeeded", "failed") else []:
+        if isinstance(row, dict):
+            latest.setdefault(row.get("name"), "finished")
     failed_stage = (failure or {}).get("stage")
     finished = run_status in ("succeeded", "failed")
     states = {}
@@ -79,7 +83,7 @@ def tabs_ready(progress: list[dict], run_status: str, failure: dict | None, stor
 
 
 def story(sections: dict, *, progress: list[dict], run_status: str, failure: dict | None, filename: str) -> dict:
-    states = stage_states(progress, run_status, failure)
+    states = stage_states(progress, run_status, failure, sections.get("stages"))
     dynamo, aot, inductor, runtime = (sections.get(k) or {} for k in ("dynamo", "aot", "inductor", "runtime"))
     numbers = counts(sections)
     seconds = stage_seconds(runtime, sections.get("stages") or [], progress)
@@ -158,8 +162,9 @@ def _runtime_facts(runtime: dict) -> list[str]:
     facts = []
     best = best_benchmark(runtime.get("benchmarks") or [])
     if best:
-        facts.append(f"{best['config']}: {speedup_text(best, runtime)}")
-        verdict = correctness_text(best, runtime)
+        facts.append(f"{best['config']}: {speedup_text(best)}")
+        # The ladder's verdict in words where the report has one, else the best rung's own.
+        verdict = (runtime.get("correctness") or {}).get("text") or correctness_text(best, runtime)
         if verdict:
             facts.append(verdict)
     cudagraphs = cudagraphs_text(runtime)
@@ -185,36 +190,11 @@ def _speedup_value(benchmark: dict):
     return benchmark.get("speedup_vs_eager")
 
 
-def speedup_verdict(benchmark: dict, runtime: dict) -> str:
-    """faster, slower, same or undecided. The report's own verdict (``speedup.decided``) where recorded; for older
-    reports, faster or slower only when the p10-p90 spreads of the two step times do not overlap."""
-    speedup = benchmark.get("speedup")
-    if isinstance(speedup, dict) and "decided" in speedup:
-        return speedup.get("verdict") or "same" if speedup.get("decided") else "undecided"
-    eager = next((b for b in runtime.get("benchmarks") or [] if b.get("config") == "eager"), {})
-    if not all(isinstance(x, (int, float)) for x in (benchmark.get("p10_ms"), benchmark.get("p90_ms"),
-                                                     eager.get("p10_ms"), eager.get("p90_ms"))):
-        return "undecided"
-    if benchmark["p90_ms"] < eager["p10_ms"]:
-        return "faster"
-    if benchmark["p10_ms"] > eager["p90_ms"]:
-        return "slower"
-    return "undecided"
-
-
-def speedup_text(benchmark: dict, runtime: dict) -> str:
-    speedup = benchmark.get("speedup")
-    if isinstance(speedup, dict) and speedup.get("text"):
-        return speedup["text"]
-    value = _speedup_value(benchmark)
-    eager = next((b for b in runtime.get("benchmarks") or [] if b.get("config") == "eager"), {})
-    spread = ""
-    if eager.get("median_ms") and benchmark.get("p10_ms") and benchmark.get("p90_ms"):
-        spread = f" ({eager['median_ms'] / benchmark['p90_ms']:.2f}-{eager['median_ms'] / benchmark['p10_ms']:.2f})"
-    verdict = speedup_verdict(benchmark, runtime)
-    if verdict == "undecided":
-        return f"{value:.2f}×{spread}, not decided: the spreads overlap"
-    return f"{value:.2f}×{spread} {'faster' if value >= 1 else 'slower'}"
+def speedup_verdict(benchmark: dict) -> str:
+    """faster, slower, same or undecided: the report's own verdict where its confidence interval decides it
+    (``speedup.decided``); a report from before issue 9 carries one median per config, never decided."""
+    speedup = benchmark.get("speedup") or {}
+    return (speedup.get("verdict") or "same") if speedup.get("decided") else "undecided"
 
 
 def correctness_text(benchmark: dict, runtime: dict) -> str | None:
@@ -294,11 +274,11 @@ def headlines(sections: dict, states: dict, numbers: dict, failure: dict | None,
     best = best_benchmark(runtime.get("benchmarks") or [])
     eager = next((b for b in runtime.get("benchmarks") or [] if b.get("config") == "eager"), {})
     if best and eager.get("median_ms"):
-        verdict = speedup_verdict(best, runtime)
+        verdict = speedup_verdict(best)
         said = {"faster": "Compiling helped", "slower": "Compiling made it slower",
                 "same": "Compiling made no measurable difference"}.get(verdict, "Whether compiling helped is not decided")
         text = (f"{said}: {best['config']} takes {best['median_ms']:.3g} ms a step against eager's "
-                f"{eager['median_ms']:.3g} ms, {speedup_text(best, runtime)}")
+                f"{eager['median_ms']:.3g} ms: {speedup_text(best)}")
         correct = correctness_text(best, runtime)
         out.append({"text": text + (f"; {correct}." if correct else "."), "tab": "runtime", "anchor": "runtime-benchmarks",
                     "kind": {"faster": "good", "slower": "bad"}.get(verdict, "warn")})

@@ -16,9 +16,11 @@ function pollRun() {
   }
 
   function stepItem(step) {
-    const item = element("li", { id: `stage-${step.stage}${step.stage === "benchmark" ? `-${step.config}` : ""}` }, [
+    const rounds = step.stage === "benchmark" && !step.config;  // the timed rounds of every config together
+    const item = element("li", { id: `stage-${step.stage}${step.stage === "benchmark" ? `-${step.config || "rounds"}` : ""}` }, [
       element("span", { className: "name", textContent: step.stage }), " ",
       ...(step.config ? [element("code", { className: "config", textContent: step.config }), " "] : []),
+      ...(rounds ? [element("span", { className: "config", textContent: "timed rounds, every config" }), " "] : []),
       element("span", { className: "state", textContent: step.state }), " ",
       element("span", { className: "seconds", textContent: step.seconds === null ? "" : `${step.seconds.toFixed(2)} s` }),
     ]);

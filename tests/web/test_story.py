@@ -46,7 +46,7 @@ def test_the_fields_added_later_are_used_when_present():
                              "inductor_default differs") and first["kind"] == "bad"
     assert "Dynamo captured your whole function" in second["text"]
     speedup = next(h for h in tale["headlines"] if "Compiling helped" in h["text"])
-    assert speedup["text"].endswith("13.9 ms, 3.80x faster (3.70-3.90); outputs differ from eager.")
+    assert speedup["text"].endswith("13.9 ms: 3.80x faster (3.70-3.90); outputs differ from eager.")
     inductor, runtime = tale["stages"][2], tale["stages"][3]
     assert inductor["facts"][0] == "7 generated kernels" and "2 library calls" in inductor["facts"]
     assert "host-bound: 70% of the step is host overhead" in runtime["facts"]

@@ -77,7 +77,8 @@ def test_a_queued_run_shows_its_queue_position_and_pending_stages(client):
     # The steps in the order the job runs them: the recorded compile, its report, one benchmark per config.
     steps = re.findall(r'<li id="stage-([a-z_-]+)" data-stage="[a-z]+" data-state="([a-z]+)"', html)
     assert steps == [("load", "pending"), ("eager", "pending"), ("dynamo", "pending"), ("aot", "pending"),
-                     ("report", "pending"), ("benchmark-eager", "pending"), ("benchmark-aot_eager", "pending")]
+                     ("report", "pending"), ("benchmark-eager", "pending"), ("benchmark-aot_eager", "pending"),
+                     ("benchmark-rounds", "pending")]
     assert 'src="/static/js/run.js"' in html
     assert re.search(r'<a id="tab-dynamo" class="waiting" aria-disabled="true"', html)  # no link before its stage
 
