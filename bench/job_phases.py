@@ -8,12 +8,11 @@ once, with a new, empty kernel cache (as every job has). Each job's phases come 
 (contract.timeline.phase_seconds); the client's own submit-to-report time is measured beside it. Every figure
 carries the 1-minute load average read before it.
 
-With ``--compare`` a second embedded instance runs beside the first with the next job's child NOT started ahead
-(PT2SCOPE_PRESTART=0), and each round submits to both and runs the script, so all three see the same load. After
-each job the bench waits ``--settle`` seconds, so the child a worker starts ahead for its next job is not
-importing torch during the next measurement (of either instance or the script).
+``--env NAME=VALUE`` (repeatable) starts a second instance beside the first with those settings, and each round
+submits to both and runs the script, so all of them see the same load. After each job the bench waits ``--settle``
+seconds, so whatever a worker does after a job does not overlap the next measurement.
 
-    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--compare] [--json out.json]
+    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--env K=V] [--json out.json]
 """
 from __future__ import annotations
 
@@ -54,16 +53,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--configs", default="eager,inductor_default")
     parser.add_argument("--json", help="also write every measurement here")
-    parser.add_argument("--compare", action="store_true", help="also an instance without the child started ahead")
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE: a second instance with these")
     parser.add_argument("--settle", type=float, default=8.0, help="seconds to wait after each job")
     args = parser.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     with open(SEED_PATH) as f:
         seed = f.read()
 
-    variants = {"child started ahead": {}}
-    if args.compare:
-        variants["no child started ahead"] = {"PT2SCOPE_PRESTART": "0"}
+    variants = {"default settings": {}}
+    if args.env:
+        variants[" ".join(args.env)] = dict(item.split("=", 1) for item in args.env)
     jobs = {name: [] for name in variants}
     scripts = []
     with tempfile.TemporaryDirectory(prefix="pt2scope-bench-") as folder:

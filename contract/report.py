@@ -73,6 +73,13 @@ class SavedMarks(Model):
     """saved for backward"""
 
 
+class RecomputedMarks(Model):
+    """Backward graph nodes (AOT, training)."""
+
+    recomputed: bool
+    """an op the partitioner runs again in the backward instead of saving its result (`partitions[].recomputed`)"""
+
+
 class KernelMarks(Model):
     """Post-grad graph nodes (Inductor)."""
 
@@ -116,7 +123,7 @@ class Node(Model):
     """`nn_module_stack`, outermost first"""
     original_aten: str | None = None
     """(AOT/post-grad) the ATen op this node was decomposed from"""
-    marks: JointMarks | SavedMarks | KernelMarks | RewrittenMarks | InputMutationMarks | None = None
+    marks: JointMarks | SavedMarks | RecomputedMarks | KernelMarks | RewrittenMarks | InputMutationMarks | None = None
     """stage-specific flags, one shape per kind of graph (below); null where the stage marks nothing"""
 
 
@@ -240,7 +247,8 @@ class Rewrite(Model):
     kind: Literal["in-place", "view"]
     count: int
     lines: list[int]
-    """the user's lines"""
+    """the user's lines of the rewritten nodes (the ATen graphs are traced node by node from the Dynamo graph,
+    keeping each node's stack trace)"""
 
 
 class InputMutation(Model):
@@ -280,7 +288,7 @@ class Aot(Model):
     """AOTAutograd: joint, forward, backward and inference graphs, the partition, functionalization, decompositions.
 
     Graph kinds: `joint`, `forward`, `backward`, `inference`. Joint nodes have `marks: {saved, recomputed,
-    backward}`; forward nodes `marks: {saved}`."""
+    backward}`; forward nodes `marks: {saved}`; backward nodes `marks: {recomputed}`."""
 
     graphs: list[Graph] = []
     partitions: list[Partition] = []
@@ -798,7 +806,8 @@ class IsolationLimits(Model):
 
 
 class IsolationEnforcement(Model):
-    """What enforces each limit: `"RLIMIT_CPU"`, `"parent (wall clock)"`, `"not enforced ..."`."""
+    """What enforced each limit in this job: `"RLIMIT_CPU"`, `"parent (wall clock)"`, `"cgroup v1 pids.max (the
+    whole job)"`, `"tmpfs size of the job folder (kernel)"`, `"parent watchdog ..."`, `"not enforced ..."`."""
 
     time_limit_s: str | None = None
     cpu_time_limit_s: str | None = None
@@ -816,6 +825,8 @@ class Isolation(Model):
     network: str | None = None
     filesystem: str | None = None
     user: str | None = None
+    seccomp: str | None = None
+    """what the seccomp filter denies (namespaces, mounts, keyrings, ...), or `none`"""
     shared_pch: bool | None = None
     """the trusted precompiled header was bound read-only"""
     limits: IsolationLimits = Field(default_factory=IsolationLimits)
@@ -835,9 +846,6 @@ class TimelinePhase(Model):
     """0: a top-level phase (these follow each other and cover the job); 1: a part of the phase around it"""
     config: ConfigName | None = None
     """benchmark: the config"""
-    ahead: bool = False
-    """measured before the job reached its child, which was started ahead for it (sandbox, imports): off the
-    job's critical path, and outside the top-level phases that cover it"""
 
 
 class Timeline(Model):
@@ -851,8 +859,6 @@ class Timeline(Model):
     """from the origin to the end of the last phase (the report stored, through the service)"""
     untracked_s: float | None = None
     """the seconds in `untracked` gaps"""
-    prestarted: bool = False
-    """the job's sandboxed child was started (and torch imported) before the job arrived; a new one per job"""
     phases: list[TimelinePhase] = []
 
 

@@ -25,24 +25,10 @@ class Recorder:
         self.side = side
         self.phases: list[dict] = []
 
-    def add(self, phase: str, start: float, end: float, *, depth: int = 0, config: str | None = None,
-            ahead: bool = False) -> None:
+    def add(self, phase: str, start: float, end: float, *, depth: int = 0, config: str | None = None) -> None:
         assert phase in TIMELINE_PHASES, phase
         self.phases.append({"phase": phase, "side": self.side, "start_s": start, "end_s": end, "depth": depth,
-                            "config": config, "ahead": ahead})
-
-    def mark_ahead(self, until: float) -> None:
-        """What was recorded before ``until`` (the job's hand-over to a child started ahead) was off the job's
-        critical path; a phase still going on then is split there, its rest is the job's."""
-        phases = []
-        for phase in self.phases:
-            if phase["end_s"] <= until:
-                phases.append({**phase, "ahead": True})
-            elif phase["start_s"] < until:
-                phases += [{**phase, "end_s": until, "ahead": True}, {**phase, "start_s": until}]
-            else:
-                phases.append(phase)
-        self.phases = phases
+                            "config": config})
 
     @contextmanager
     def span(self, phase: str, **extra):
@@ -53,8 +39,7 @@ class Recorder:
             self.add(phase, start, time.time(), **extra)
 
 
-def merged(inner: dict | None, origin_unix_s: float, origin: str, *recorders: Recorder,
-           prestarted: bool = False) -> dict:
+def merged(inner: dict | None, origin_unix_s: float, origin: str, *recorders: Recorder) -> dict:
     """The timeline of ``inner`` (a report's timeline from the side below, or None) re-based on ``origin_unix_s``,
     with the recorders' phases added, sorted, and the gaps between top-level phases named ``untracked``."""
     phases = []
@@ -66,29 +51,26 @@ def merged(inner: dict | None, origin_unix_s: float, origin: str, *recorders: Re
         phases += [{**p, "start_s": p["start_s"] - origin_unix_s, "end_s": p["end_s"] - origin_unix_s}
                    for p in recorder.phases]
     phases.sort(key=lambda p: (p["start_s"], p["depth"]))
-    top = [p for p in phases if p["depth"] == 0 and not p.get("ahead")]
+    top = [p for p in phases if p["depth"] == 0]
     gaps, reached = [], 0.0
     for phase in top:
         if phase["start_s"] - reached > UNTRACKED_MIN_S:
             gaps.append({"phase": "untracked", "side": phase["side"], "start_s": reached, "end_s": phase["start_s"],
-                         "depth": 0, "config": None, "ahead": False})
+                         "depth": 0, "config": None})
         reached = max(reached, phase["end_s"])
     phases = sorted(phases + gaps, key=lambda p: (p["start_s"], p["depth"]))
     for phase in phases:
         phase["start_s"], phase["end_s"] = round(phase["start_s"], 4), round(phase["end_s"], 4)
     untracked = sum(g["end_s"] - g["start_s"] for g in gaps)
     return {"origin": origin, "origin_unix_s": round(origin_unix_s, 4), "wall_s": round(reached, 4),
-            "untracked_s": round(untracked, 4), "prestarted": prestarted or bool(inner and inner.get("prestarted")),
-            "phases": phases}
+            "untracked_s": round(untracked, 4), "phases": phases}
 
 
 def phase_seconds(timeline: dict) -> dict[str, float]:
-    """Seconds per phase name over the top-level phases (benchmarks as ``benchmark:<config>``; phases of a child
-    started ahead as ``ahead:<phase>``, outside the wall time): what bench/ sums."""
+    """Seconds per phase name over the top-level phases (benchmarks as ``benchmark:<config>``): what bench/ sums."""
     totals: dict[str, float] = {}
     for phase in timeline.get("phases") or []:
         if phase["depth"] == 0:
-            name = ("ahead:" if phase.get("ahead") else "") + phase["phase"] + (
-                f":{phase['config']}" if phase.get("config") else "")
+            name = phase["phase"] + (f":{phase['config']}" if phase.get("config") else "")
             totals[name] = round(totals.get(name, 0.0) + phase["end_s"] - phase["start_s"], 4)
     return totals

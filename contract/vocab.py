@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Pipeline stages in the order a job passes through them; progress events and report["stages"] use these names.
-STAGES = ("load", "eager", "dynamo", "aot", "inductor", "benchmark", "profile", "report")
+# Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
+# collected ("report") before the benchmarks; progress events and report["stages"] use these names.
+STAGES = ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,36 @@ DEFAULT_CONFIGS = {
 }
 DEVICES = tuple(DEFAULT_CONFIGS)
 
+
+def capture_config(configs: list[str]) -> Config:
+    """The config whose compile is recorded in full: the deepest stage requested (inductor default if present)."""
+    for name in ("inductor_default", "inductor_reduce_overhead", "inductor_max_autotune", "aot_eager",
+                 "backend_eager"):
+        if name in configs:
+            return CONFIGS[name]
+    return CONFIGS["backend_eager"]
+
+
+def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
+    """The (stage, config) steps a job with these configs runs, in order, as engine/child.py's stages run them:
+    load, eager (the reference), the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its
+    backend has them), the report, one benchmark per config (compiled and warmed up: eager, the recorded config,
+    the rest), the timed rounds of all configs together (a benchmark without a config), then profiling when the
+    recorded config is an Inductor one. Progress pages show the steps still to come from it."""
+    target = capture_config(configs)
+    steps = [("load", None), ("eager", None), ("dynamo", target.name)]
+    if target.backend in ("aot_eager", "inductor"):
+        steps.append(("aot", target.name))
+    if target.backend == "inductor":
+        steps.append(("inductor", target.name))
+    steps.append(("report", None))
+    steps += [("benchmark", name) for name in dict.fromkeys(["eager", target.name, *configs]) if name in configs]
+    steps.append(("benchmark", None))
+    if target.backend == "inductor":
+        steps.append(("profile", None))
+    return steps
+
+
 # report["failure"]["kind"]: what stopped a job (docs/security.md has the limits).
 FAILURE_KINDS = {
     "syntax_error": "the user's file does not parse",
@@ -52,15 +83,15 @@ FAILURE_KINDS = {
     "compile_error": "torch.compile failed (Dynamo, AOTAutograd)",
     "backend_compile_error": "the compile backend (Inductor) failed",
     "no_device": "the requested device is not on this worker",
-    "timeout": "the wall-clock time limit was reached",
-    "memory": "the memory limit was reached",
+    "timeout": "the wall-clock time limit was reached (the message and `line` name the user's line the job was on)",
+    "memory": "a memory limit was reached: the job's processes together (cgroup or watchdog) or one process's address space",
     "cpu_time": "the CPU time limit was reached",
-    "processes": "the process limit was reached",
+    "processes": "the process limit refused a fork or a thread (the kernel's counter says so)",
     "open_files": "the open-files limit was reached",
     "output_limit": "one file or the whole job folder grew too large",
-    "crash": "the job's process died without a report",
+    "crash": "the job's process died without a report (its exit code or signal is named)",
     "invalid_report": "the job's report does not match this schema",
-    "internal_error": "a fault of pt2scope itself",
+    "internal_error": "a fault of pt2scope itself: the message gives an error id, the traceback is in the log under it",
 }
 
 # graph["kind"]: AOTAutograd's graphs (joint, forward, backward, inference), Inductor's post-grad graphs (forward,
@@ -78,8 +109,6 @@ TIMELINE_PHASES = {
     "prepare": "parent: the job folder, the user's file and the request are written",
     "sandbox_start": "parent: bubblewrap and the limits are set up, the child's Python starts and imports the "
                      "engine package",
-    "wait_for_job": "child: started ahead (sandbox up, torch and the stages imported), it waits for its job",
-    "handover": "child started ahead: it reads the job its parent wrote into its folder",
     "import_engine": "child: pt2scope's engine and report types are imported",
     "import_torch": "child: `import torch` and the engine's stages (which import it)",
     "load_user_code": "child: the device described, the user's file run and `model`, `example_inputs` read",

@@ -10,6 +10,7 @@ import time
 
 STARTED_UNIX = time.time()  # before anything else is imported: the child's first instant on the timeline
 
+import faulthandler  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
@@ -29,8 +30,7 @@ PHASE_BEFORE = {"dynamo": "install_hooks", "benchmark": "ladder_setup"}
 
 
 class Job:
-    def __init__(self, job_dir: str, ahead: Recorder | None = None):
-        """``ahead``: what this child did before its job was handed to it (started ahead, see wait_for_job)."""
+    def __init__(self, job_dir: str):
         self.job_dir = job_dir
         with open(os.path.join(job_dir, "request.json")) as f:
             self.request = json.load(f)
@@ -41,13 +41,13 @@ class Job:
         self.stage = "load"
         self.state = SimpleNamespace()  # what each stage leaves for the later ones (engine.child.pipeline)
         self._begun: dict[str, float] = {}
-        self.prestarted = ahead is not None
-        self.timeline = ahead or Recorder("child")
+        self.timeline = Recorder("child")
         self._phase_begun: dict[str, float] = {}  # stage:config -> unix start, for the timeline
-        if ahead is None:
-            self.timeline.add("import_engine", STARTED_UNIX, time.time())
-        else:
-            self.timeline.add("handover", ahead.handed_over, time.time())
+        self.timeline.add("import_engine", STARTED_UNIX, time.time())
+        dump_at = os.environ.get("PT2SCOPE_STACK_DUMP_AT")
+        if dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
+            self.stack_dump = open(os.path.join(job_dir, "stack-at-time-limit.txt"), "w")
+            faulthandler.dump_traceback_later(max(0.1, float(dump_at) - time.time()), file=self.stack_dump)
 
     def emit(self, event: dict) -> None:
         event.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))
@@ -82,8 +82,9 @@ class Job:
                               config=extra.get("config"))
         seconds = round(time.monotonic() - t0 if seconds is None else seconds, 4)
         self.report["stages"].append({"name": stage, "seconds": seconds, **extra})
-        self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
+        # Written before the event says so: the worker stores the finished sections when it reads the event.
         self._write("report.json.partial")
+        self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
 
     def save(self) -> None:
         """Write the report, then tell the parent when the writing ended (the report cannot hold its own end)."""
@@ -92,7 +93,7 @@ class Job:
         self.emit({"event": "phase", "phase": "write_report", "start_unix_s": start, "end_unix_s": time.time()})
 
     def _write(self, name: str) -> None:
-        self.report["timeline"] = merged(None, STARTED_UNIX, "job_start", self.timeline, prestarted=self.prestarted)
+        self.report["timeline"] = merged(None, STARTED_UNIX, "job_start", self.timeline)
         write_report(self.report, os.path.join(self.job_dir, name))
 
     def _last_phase_end(self) -> float:
@@ -111,7 +112,7 @@ def pipeline() -> list:
 
 def run(job: Job) -> None:
     job.begin("load")
-    with job.timeline.span("import_torch"):  # the stages import torch (a child started ahead did already)
+    with job.timeline.span("import_torch"):  # the stages import torch
         stages = pipeline()
     for stage in stages:
         stage.run(job)
@@ -151,40 +152,8 @@ def _record_compile_workers(job: Job) -> None:
         AsyncCompile.use_process_pool = classmethod(use_process_pool)
 
 
-def wait_for_job(go_fd: int) -> Recorder | None:
-    """A child started ahead of its job (engine.job.PrestartedChild): import what every job needs (our code and
-    torch's, never a user's), then wait for the parent to write the job into this sandbox's folder and say go.
-    None: the parent discarded this child without a job."""
-    ahead = Recorder("child")
-    ahead.add("import_engine", STARTED_UNIX, time.time())
-    with ahead.span("import_torch"):
-        import torch._dynamo  # noqa: F401 - what torch.compile imports on first use
-        import torch._inductor.compile_fx  # noqa: F401
-
-        pipeline()  # the stages' modules
-    ready = time.time()
-    go = os.read(go_fd, 64)  # the parent's hand-over time (unix seconds), or nothing: no job
-    os.close(go_fd)
-    if not go:
-        return None
-    try:
-        handed_over = min(float(go), time.time())
-    except ValueError:
-        handed_over = time.time()
-    if handed_over > ready:
-        ahead.add("wait_for_job", ready, handed_over)
-    ahead.mark_ahead(until=handed_over)  # a job that came while this child was still importing waited for it
-    ahead.handed_over = max(ready, handed_over)
-    return ahead
-
-
 def main(argv: list[str]) -> int:
-    ahead = None
-    if os.environ.get("PT2SCOPE_GO_FD"):
-        ahead = wait_for_job(int(os.environ["PT2SCOPE_GO_FD"]))
-        if ahead is None:
-            return 0
-    job = Job(argv[0], ahead)
+    job = Job(argv[0])
     job_pid = os.getpid()
     try:
         run(job)
@@ -206,7 +175,10 @@ def main(argv: list[str]) -> int:
         else:
             job.report = failed_report(job.request, job.stage, "internal_error", f"{type(exc).__name__}: {exc}",
                                        traceback_text=traceback.format_exc()[-8000:], partial=job.report)
-        job.emit({"event": "stage", "stage": job.stage, "state": "failed", "message": job.report["failure"]["message"]})
+        # Kind and message also by event: the parent still knows them if the report cannot be written (a full
+        # job folder).
+        job.emit({"event": "stage", "stage": job.stage, "state": "failed", "kind": job.report["failure"]["kind"],
+                  "message": job.report["failure"]["message"]})
     if os.getpid() != job_pid:
         os._exit(0)
     job.save()

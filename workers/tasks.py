@@ -2,21 +2,18 @@
 from __future__ import annotations
 
 import logging
-import atexit
 import os
-import secrets
-import shutil
 import sys
 import threading
 import time
-import traceback
 from datetime import UTC
 
 from celery import signals
 
 from contract.timeline import Recorder, merged
 from engine import sandbox
-from engine.job import JobRequest, PrestartedChild, run_job, warm_up_shared_pch
+from engine.job import JobRequest, read_partial_report, run_job, warm_up_shared_pch
+from engine.report import new_error_id
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
@@ -25,8 +22,6 @@ from workers.celery_app import celery
 from workers.maintenance import Maintenance
 
 log = logging.getLogger(__name__)
-# The sandboxed child of this process's next job, started ahead (settings.prestart_child); None when there is none.
-_next_child: PrestartedChild | None = None
 
 
 @celery.task(name=RUN_TASK, bind=True)
@@ -45,55 +40,53 @@ def run_compile(self, run_id: int) -> None:
     job_dir = os.path.join(settings.jobs_path, run.slug)
     request = JobRequest(code=run.code, filename=run.filename, device=run.device, train=run.train,
                          configs=run.configs, **settings.job_limits())
-    prestarted = _take_next_child()
     with sessions() as session:
+        def record(event: dict) -> None:
+            try:
+                runstore.record_event(session, run_id, event)
+                # The tabs of a finished stage are readable before the job ends: store what the child has so far.
+                if (event.get("event") == "stage" and event.get("state") == "finished"
+                        and event.get("stage") in runstore.SECTIONS_READY_AFTER.values()):
+                    partial = read_partial_report(job_dir, request)
+                    if partial:
+                        runstore.store_partial_report(session, run_id, partial)
+            except Exception:
+                session.rollback()  # the job is killed (engine.job); the session must be usable to fail the run
+                raise
+
         try:
-            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings), prestarted=prestarted,
-                             on_event=lambda event: runstore.record_event(session, run_id, event))
+            # scratch: the folder is removed (its tmpfs unmounted) before run_job returns, whatever happened
+            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings), on_event=record,
+                             scratch=True)
         except Exception:  # run_job always returns a report; reaching here is a bug of ours, shown as such
-            log.exception("run %s: the engine raised", run.slug)
-            runstore.fail_run(session, session.get(Run, run_id), "load", "internal",
-                              "pt2scope failed to run the job:\n" + traceback.format_exc(limit=5))
+            _fail_internally(sessions, run_id, run.slug, "the engine raised")
             return
-        finally:
-            start_next_child(settings, run.device)  # its imports overlap this job's clean-up and store
-            with timeline.span("cleanup"):
-                for folder in (job_dir, prestarted and prestarted.job_dir):
-                    if folder:  # the kernel cache and build files are not kept
-                        shutil.rmtree(folder, ignore_errors=True)
         stored = time.time()
-        report["timeline"] = merged(report.get("timeline"), requested, "request", timeline)
-        runstore.store_report(session, run_id, report)
-        # The store's own seconds are known only once it is done: the timeline section is written again with them.
-        store = Recorder("worker")
-        store.add("store", stored, time.time())
-        runstore.replace_section(session, run_id, "timeline", merged(report["timeline"], requested, "request", store))
+        job = report.get("timeline") or {}
+        if job.get("origin_unix_s") is not None:  # the job's folder was removed after its timeline ended
+            timeline.add("cleanup", job["origin_unix_s"] + job["wall_s"], stored)
+        report["timeline"] = merged(job, requested, "request", timeline)
+        try:
+            runstore.store_report(session, run_id, report, limit_bytes=settings.report_limit_mb * 1024 * 1024)
+            # The store's own seconds are known only once it is done: the timeline section is written again.
+            store = Recorder("worker")
+            store.add("store", stored, time.time())
+            runstore.replace_section(session, run_id, "timeline",
+                                     merged(report["timeline"], requested, "request", store))
+        except Exception:
+            session.rollback()
+            _fail_internally(sessions, run_id, run.slug, "storing the report failed")
 
 
-def start_next_child(settings, device: str = "cpu") -> None:
-    """Start the sandboxed child of this process's next job (a fresh sandbox, used by one job only)."""
-    global _next_child
-    if not settings.prestart_child or _next_child is not None:
-        return
-    template = JobRequest(code="", device=device, **settings.job_limits())
-    try:
-        _next_child = PrestartedChild(template, os.path.join(settings.jobs_path, f"next-{secrets.token_hex(8)}"),
-                                      isolation_of(settings))
-    except OSError:  # the next job then starts its own child, as without this
-        log.exception("could not start the next job's child ahead")
-
-
-def _take_next_child() -> PrestartedChild | None:
-    global _next_child
-    child, _next_child = _next_child, None
-    return child
-
-
-@atexit.register
-def _discard_next_child() -> None:
-    child = _take_next_child()
-    if child is not None:
-        child.discard()
+def _fail_internally(sessions, run_id: int, slug: str, what: str) -> None:
+    """Fail the run for an error of ours: the traceback goes to the log under an id, the user sees the id."""
+    error_id = new_error_id()
+    log.exception("error %s: run %s: %s", error_id, slug, what)
+    exc = sys.exc_info()[1]
+    with sessions() as session:
+        runstore.fail_run(session, session.get(Run, run_id), "report", "internal_error",
+                          f"pt2scope failed to finish this run: {what} ({type(exc).__name__}, error id "
+                          f"{error_id}). Submit it again; if it fails again, report the error id.")
 
 
 def isolation_of(settings) -> sandbox.Isolation:
@@ -122,12 +115,6 @@ def _warm_up_pch(settings) -> None:
         log.info("shared precompiled header ready in %s (%d new files)", settings.pch_path, len(added))
     except Exception:  # jobs then compile their own header: slower, never wrong
         log.exception("precompiled-header warm-up failed")
-
-
-@signals.worker_process_init.connect
-def _start_first_child(**_):
-    """The pool process that runs jobs starts its first job's child now (Celery's app is configured by then)."""
-    start_next_child(celery.conf.pt2scope_settings)
 
 
 @signals.worker_ready.connect

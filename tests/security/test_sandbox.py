@@ -3,9 +3,7 @@ import json
 import os
 import sys
 
-import pytest
-
-from engine.job import JobRequest, PrestartedChild, run_job
+from engine.job import JobRequest, run_job
 from engine.sandbox import Isolation, check
 from storage.config import PROJECT_ROOT
 
@@ -46,7 +44,7 @@ example_inputs = (torch.ones(2),)
 '''
 
 
-def _probe(tmp_path, monkeypatch, ahead=False):
+def _probe(tmp_path, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgresql://pt2scope:secret@127.0.0.1/prod")
     monkeypatch.setenv("CELERY_BROKER_URL", "redis://:secret@127.0.0.1:6379/0")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -56,21 +54,14 @@ def _probe(tmp_path, monkeypatch, ahead=False):
     host_tmp_file = f"/tmp/pt2scope-escape-{os.getpid()}"
     code = (f"PROJECT = {PROJECT_ROOT!r}\nVENV = {sys.prefix!r}\nOTHER_JOB_FILE = {str(other_job / 'model.py')!r}\n"
             f"HOST_TMP_FILE = {host_tmp_file!r}\n" + PROBE)
-    request = JobRequest(code=code, configs=["eager"])
-    prestarted = PrestartedChild(JobRequest(code=""), str(tmp_path / "next"), Isolation()) if ahead else None
-    report = run_job(request, job_dir=str(tmp_path / "job"), isolation=Isolation(), prestarted=prestarted)
+    report = run_job(JobRequest(code=code, configs=["eager"]), job_dir=str(tmp_path / "job"), isolation=Isolation())
     assert report["status"] == "ok", report["failure"]
-    assert report["timeline"]["prestarted"] is ahead
-    if ahead:  # it served this one job and is gone: no second job can run in it
-        assert prestarted.child.proc.poll() is not None and not prestarted.fits(request, Isolation())
-        assert "sandbox_start" in {p["phase"] for p in report["timeline"]["phases"] if p["ahead"]}
     line = next(out for out in report["user_output"]["stdout"].splitlines() if out.startswith("PROBE"))
     return report, json.loads(line[len("PROBE"):]), host_tmp_file
 
 
-@pytest.mark.parametrize("ahead", [False, True], ids=["child_started_for_the_job", "child_started_ahead"])
-def test_user_code_finds_no_network_no_secrets_and_nothing_to_write_outside_its_folder(tmp_path, monkeypatch, ahead):
-    report, found, host_tmp_file = _probe(tmp_path, monkeypatch, ahead)
+def test_user_code_finds_no_network_no_secrets_and_nothing_to_write_outside_its_folder(tmp_path, monkeypatch):
+    report, found, host_tmp_file = _probe(tmp_path, monkeypatch)
     # Network: only loopback in an empty namespace. PostgreSQL listens on this machine's 127.0.0.1:5432, so
     # reaching it would mean the job shares the host's network.
     assert found["interfaces"] == ["lo"]
@@ -126,17 +117,8 @@ def test_the_child_python_is_named_by_a_path_that_is_bound_into_the_sandbox(tmp_
     by its real path: the child must be started by that path, or bubblewrap finds no such file."""
     from engine.sandbox import CHILD_PYTHON, _bwrap
 
-    args = _bwrap(Isolation(), str(tmp_path), {"PATH": "/usr/bin:/bin"}, "cpu")
+    args = _bwrap(Isolation(), str(tmp_path), {"PATH": "/usr/bin:/bin"}, "cpu", None)
     bound = [args[i + 1] for i, arg in enumerate(args) if arg == "--ro-bind"]
     assert any(CHILD_PYTHON.startswith(path.rstrip("/") + "/") for path in bound), (CHILD_PYTHON, bound)
     assert os.path.realpath(os.path.dirname(CHILD_PYTHON)) == os.path.dirname(CHILD_PYTHON)
 
-
-def test_a_child_started_ahead_for_other_limits_is_discarded_and_the_job_starts_its_own(tmp_path):
-    prestarted = PrestartedChild(JobRequest(code="", process_limit=100), str(tmp_path / "next"), Isolation())
-    report = run_job(JobRequest(code="import torch\nmodel = torch.sin\nexample_inputs = (torch.ones(2),)\n",
-                                configs=["eager"]), job_dir=str(tmp_path / "job"), isolation=Isolation(),
-                     prestarted=prestarted)
-    assert report["status"] == "ok" and report["timeline"]["prestarted"] is False
-    assert report["isolation"]["limits"]["process_limit"] == 512
-    assert prestarted.child.proc.poll() is not None and not os.path.exists(tmp_path / "next")
