@@ -14,6 +14,7 @@ seconds, so whatever a worker does after a job does not overlap the next measure
 
     .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--env K=V] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,7 +67,9 @@ def main() -> int:
     jobs = {name: [] for name in variants}
     scripts = []
     with tempfile.TemporaryDirectory(prefix="pt2scope-bench-") as folder:
-        servers = {name: _serve(os.path.join(folder, str(i)), extra) for i, (name, extra) in enumerate(variants.items())}
+        servers = {
+            name: _serve(os.path.join(folder, str(i)), extra) for i, (name, extra) in enumerate(variants.items())
+        }
         try:
             for base, instance, env, _ in servers.values():
                 _wait_for(base + "/", timeout=120)
@@ -99,8 +102,14 @@ def _serve(instance: str, extra_env: dict):
     env = {**os.environ, "PT2SCOPE_INSTANCE": instance, **extra_env}
     for key in ("DATABASE_URL", "CELERY_BROKER_URL"):  # the embedded default, whatever the shell has set
         env.pop(key, None)
-    server = subprocess.Popen([sys.executable, "-m", "service", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     return f"http://127.0.0.1:{port}", instance, env, server
 
 
@@ -117,8 +126,9 @@ def _wait_for_pch(instance: str, env: dict, timeout: float) -> None:
 
 def _one_job(base: str, code: str, configs: list[str]) -> dict:
     load = _load()
-    body = json.dumps({"code": code, "filename": "seed.py", "device": "cpu", "configs": configs,
-                       "fresh": True}).encode()
+    body = json.dumps(
+        {"code": code, "filename": "seed.py", "device": "cpu", "configs": configs, "fresh": True}
+    ).encode()
     started = time.perf_counter()
     request = urllib.request.Request(base + "/api/runs", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request) as response:
@@ -130,11 +140,18 @@ def _one_job(base: str, code: str, configs: list[str]) -> dict:
     if report["status"] != "ok":
         raise SystemExit(f"run failed: {report['failure']}")
     timeline = report["timeline"]
-    return {"load": load, "client_total_s": total, "wall_s": timeline["wall_s"],
-            "untracked_s": timeline["untracked_s"], "phases": phase_seconds(timeline),
-            "compile_workers_start_s": sum(p["end_s"] - p["start_s"] for p in timeline["phases"]
-                                           if p["phase"] == "compile_workers_start"),
-            "shared_pch": report["isolation"]["shared_pch"], "caches": report["caches"]}
+    return {
+        "load": load,
+        "client_total_s": total,
+        "wall_s": timeline["wall_s"],
+        "untracked_s": timeline["untracked_s"],
+        "phases": phase_seconds(timeline),
+        "compile_workers_start_s": sum(
+            p["end_s"] - p["start_s"] for p in timeline["phases"] if p["phase"] == "compile_workers_start"
+        ),
+        "shared_pch": report["isolation"]["shared_pch"],
+        "caches": report["caches"],
+    }
 
 
 def _one_script() -> dict:
@@ -142,8 +159,9 @@ def _one_script() -> dict:
     with tempfile.TemporaryDirectory(prefix="pt2scope-bench-script-") as cache:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", SCRIPT, SEED_PATH], env=env, capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", SCRIPT, SEED_PATH], env=env, capture_output=True, text=True, check=True
+        ).stdout
         total = time.perf_counter() - started
     return {"load": load, "process_s": total, **json.loads(out.strip().splitlines()[-1])}
 
@@ -154,9 +172,11 @@ def _print_table(jobs: list[dict], scripts: list[dict], configs: list[str]) -> N
         print(f"{label:<36}{statistics.median(values):>8.2f}{spread}" + (f"   load {load}" if load else ""))
 
     loads = [j["load"] for j in jobs] + [s["load"] for s in scripts]
-    print(f"seed, configs {','.join(configs)}; {len(jobs)} jobs on a warm worker (after 1 warm-up), interleaved with "
-          f"{len(scripts)} plain scripts; {_cpu()}; 1-min load {min(loads):.1f}-{max(loads):.1f} "
-          f"(median {statistics.median(loads):.1f})")
+    print(
+        f"seed, configs {','.join(configs)}; {len(jobs)} jobs on a warm worker (after 1 warm-up), interleaved with "
+        f"{len(scripts)} plain scripts; {_cpu()}; 1-min load {min(loads):.1f}-{max(loads):.1f} "
+        f"(median {statistics.median(loads):.1f})"
+    )
     print(f"{'seconds':<36}{'median':>8}{'min':>7}{'max':>7}")
     names = []
     for job in jobs:

@@ -13,8 +13,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from contract.vocab import (CONFIGS, DEVICES, FAILURE_KINDS, GRAPH_KINDS, ISOLATION_MODES, STAGES, TIMELINE_PHASES,
-                            TIMELINE_SIDES)
+from contract.vocab import (
+    CONFIGS,
+    DEVICES,
+    FAILURE_KINDS,
+    GRAPH_KINDS,
+    ISOLATION_MODES,
+    STAGES,
+    TIMELINE_PHASES,
+    TIMELINE_SIDES,
+)
 
 # v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
 # rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded

@@ -6,6 +6,7 @@ request), and seconds since the timeline's origin in the report. Each side that 
 below it (the parent the child's, the worker the parent's) re-bases it on its own, earlier origin and adds its
 own phases, so the outermost side's origin is the report's: the request, when the job came through the service.
 """
+
 from __future__ import annotations
 
 import time
@@ -27,8 +28,9 @@ class Recorder:
 
     def add(self, phase: str, start: float, end: float, *, depth: int = 0, config: str | None = None) -> None:
         assert phase in TIMELINE_PHASES, phase
-        self.phases.append({"phase": phase, "side": self.side, "start_s": start, "end_s": end, "depth": depth,
-                            "config": config})
+        self.phases.append(
+            {"phase": phase, "side": self.side, "start_s": start, "end_s": end, "depth": depth, "config": config}
+        )
 
     @contextmanager
     def span(self, phase: str, **extra):
@@ -45,25 +47,42 @@ def merged(inner: dict | None, origin_unix_s: float, origin: str, *recorders: Re
     phases = []
     if inner and inner.get("origin_unix_s") is not None:
         shift = inner["origin_unix_s"] - origin_unix_s
-        phases = [{**p, "start_s": p["start_s"] + shift, "end_s": p["end_s"] + shift}
-                  for p in inner.get("phases") or [] if p["phase"] != "untracked"]
+        phases = [
+            {**p, "start_s": p["start_s"] + shift, "end_s": p["end_s"] + shift}
+            for p in inner.get("phases") or []
+            if p["phase"] != "untracked"
+        ]
     for recorder in recorders:
-        phases += [{**p, "start_s": p["start_s"] - origin_unix_s, "end_s": p["end_s"] - origin_unix_s}
-                   for p in recorder.phases]
+        phases += [
+            {**p, "start_s": p["start_s"] - origin_unix_s, "end_s": p["end_s"] - origin_unix_s} for p in recorder.phases
+        ]
     phases.sort(key=lambda p: (p["start_s"], p["depth"]))
     top = [p for p in phases if p["depth"] == 0]
     gaps, reached = [], 0.0
     for phase in top:
         if phase["start_s"] - reached > UNTRACKED_MIN_S:
-            gaps.append({"phase": "untracked", "side": phase["side"], "start_s": reached, "end_s": phase["start_s"],
-                         "depth": 0, "config": None})
+            gaps.append(
+                {
+                    "phase": "untracked",
+                    "side": phase["side"],
+                    "start_s": reached,
+                    "end_s": phase["start_s"],
+                    "depth": 0,
+                    "config": None,
+                }
+            )
         reached = max(reached, phase["end_s"])
     phases = sorted(phases + gaps, key=lambda p: (p["start_s"], p["depth"]))
     for phase in phases:
         phase["start_s"], phase["end_s"] = round(phase["start_s"], 4), round(phase["end_s"], 4)
     untracked = sum(g["end_s"] - g["start_s"] for g in gaps)
-    return {"origin": origin, "origin_unix_s": round(origin_unix_s, 4), "wall_s": round(reached, 4),
-            "untracked_s": round(untracked, 4), "phases": phases}
+    return {
+        "origin": origin,
+        "origin_unix_s": round(origin_unix_s, 4),
+        "wall_s": round(reached, 4),
+        "untracked_s": round(untracked, 4),
+        "phases": phases,
+    }
 
 
 def phase_seconds(timeline: dict) -> dict[str, float]:

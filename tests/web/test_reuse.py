@@ -1,5 +1,6 @@
 """An identical submission is answered by the run that measured it (a classroom pressing Run on one example),
 unless the user asks for a fresh run; anything that changes what is measured makes a new run."""
+
 import json
 import os
 import re
@@ -27,8 +28,9 @@ def _measure(db, slug: str) -> None:
         runstore.store_report(db, run.id, json.load(f))
 
 
-def test_an_identical_submission_is_answered_by_the_stored_run_in_under_a_second(client, db, worker_online,
-                                                                                 broker_messages):
+def test_an_identical_submission_is_answered_by_the_stored_run_in_under_a_second(
+    client, db, worker_online, broker_messages
+):
     request = {"code": SEED, "configs": ["aot_eager"]}
     first = client.post("/api/runs", json=request)
     assert first.status_code == 202 and first.get_json()["reused"] is False
@@ -45,8 +47,12 @@ def test_an_identical_submission_is_answered_by_the_stored_run_in_under_a_second
     assert again.status_code == 200 and body["reused"] is True and body["id"] == slug
     assert took < 1.0, took
     run = runstore.get_run(db, slug)
-    assert body["measured"] == {"at": runstore.iso(run.finished_at), "worker": "w1@host",
-                                "device_name": run.environment["device_name"], "status": "succeeded"}
+    assert body["measured"] == {
+        "at": runstore.iso(run.finished_at),
+        "worker": "w1@host",
+        "device_name": run.environment["device_name"],
+        "status": "succeeded",
+    }
     assert client.get(body["report_url"]).status_code == 200
     assert broker_messages() == 1  # nothing more was queued
 
@@ -55,8 +61,11 @@ def test_an_identical_submission_is_answered_by_the_stored_run_in_under_a_second
     assert client.post("/api/runs", json={**request, "fresh": "yes"}).get_json()["errors"]["fresh"]
 
 
-@pytest.mark.parametrize("change", [{"code": SEED + "\n# another line\n"}, {"configs": ["backend_eager"]},
-                                    {"train": True}, {"filename": "other.py"}], ids=lambda c: next(iter(c)))
+@pytest.mark.parametrize(
+    "change",
+    [{"code": SEED + "\n# another line\n"}, {"configs": ["backend_eager"]}, {"train": True}, {"filename": "other.py"}],
+    ids=lambda c: next(iter(c)),
+)
 def test_a_changed_request_is_measured_again(client, db, worker_online, change):
     request = {"code": SEED, "configs": ["aot_eager"]}
     slug = client.post("/api/runs", json=request).get_json()["id"]
@@ -83,8 +92,7 @@ def test_no_reuse_without_a_worker_that_says_its_versions(client, db):
     assert client.post("/api/runs", json=request).get_json()["id"] != slug
 
 
-def test_the_page_says_when_and_where_the_reused_report_was_measured_and_offers_a_fresh_run(client, db,
-                                                                                              worker_online):
+def test_the_page_says_when_and_where_the_reused_report_was_measured_and_offers_a_fresh_run(client, db, worker_online):
     form = {"code": SEED, "configs": ["aot_eager"], "train": "inference"}
     first = client.post("/", data={**form_token(client), **form})
     slug = first.headers["Location"].rsplit("/", 1)[-1]

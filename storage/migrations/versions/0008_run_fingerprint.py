@@ -4,23 +4,23 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-01 08:20:00.000000
 """
-from alembic import op
+
 import sqlalchemy as sa
+from alembic import op
 
-
-revision = '0008'
-down_revision = '0007'  # re-chained at the merge with main: 0005 and 0007 landed first
+revision = "0008"
+down_revision = "0007"  # re-chained at the merge with main: 0005 and 0007 landed first
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('runs', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('fingerprint', sa.String(length=64), nullable=True))
-        batch_op.create_index('ix_runs_fingerprint', ['fingerprint'], unique=False)
+    with op.batch_alter_table("runs", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("fingerprint", sa.String(length=64), nullable=True))
+        batch_op.create_index("ix_runs_fingerprint", ["fingerprint"], unique=False)
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('runs', schema=None) as batch_op:
-        batch_op.drop_index('ix_runs_fingerprint')
-        batch_op.drop_column('fingerprint')
+    with op.batch_alter_table("runs", schema=None) as batch_op:
+        batch_op.drop_index("ix_runs_fingerprint")
+        batch_op.drop_column("fingerprint")
