@@ -27,6 +27,7 @@ class Job:
         fd = os.environ.get("PT2SCOPE_EVENT_FD")
         self.events = os.fdopen(int(fd), "w", buffering=1) if fd else None
         self.stage = "load"
+        self.tap = None  # the log tap, once installed (its summary is the report's "logs")
 
     def emit(self, event: dict) -> None:
         event.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))
@@ -48,6 +49,11 @@ class Job:
         write_report(self.report, os.path.join(self.job_dir, "report.json.partial"))
 
     def save(self) -> None:
+        from engine.summary import summarize
+
+        self.report["summary"] = summarize(self.report)  # the one owner of every count, failed jobs too
+        if self.tap is not None:
+            self.report["logs"] = self.tap.summary()
         write_report(self.report, os.path.join(self.job_dir, "report.json"))
 
 
@@ -80,7 +86,7 @@ def run(job: Job) -> None:
     job.report["request"]["train_effective"] = program.train
     job.end("load", t0)
 
-    tap = LogTap()
+    tap = job.tap = LogTap()
     ctx = Context(user_file=filename, device=device, train=program.train, tap=tap, emit=job.emit)
     workload = runtime.Workload(program.model, program.inputs_list, program.train, program.loss_fn, device)
 
@@ -127,7 +133,7 @@ def run(job: Job) -> None:
     compiled = torch.compile(program.model, backend=capture_backend)
     t0 = job.begin("dynamo", config=target.name)
     try:
-        capture_ms, capture_out, capture_grads = workload.result(compiled)
+        capture_ms, capture_out, capture_grads = workload.result(dynamo.numbered_calls(compiled, program.inputs_list))
     except Exception as exc:
         raise _compile_failure(exc, filename, job.stage if job.stage != "eager" else "dynamo", torch) from None
     finally:
@@ -183,6 +189,13 @@ def run(job: Job) -> None:
     rt["benchmarks"] = [entries[n] for n in req["configs"] if n in entries]
     rt["cudagraphs"] = next((b["cudagraphs"] for b in rt["benchmarks"]
                              if b["cudagraphs"]["status"] != "not_requested"), {"status": "not_requested"})
+
+    if target.backend == "inductor":  # cold vs warm: only Inductor's compile has caches worth warming
+        t0 = job.begin("warm_compile", config=target.name)
+        with ctx.guard("runtime.warm_compile"):
+            time_left = req.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
+            rt.setdefault("compile_cache", {}).update(runtime.warm_compiles(job.job_dir, target.name, time_left))
+        job.end("warm_compile", t0, config=target.name)
 
     job.report["unavailable"] = ctx.unavailable
     job.report["errors"] += ctx.errors

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 
+from contract.counts import COUNT_LABELS
 from engine.job import JobRequest, run_job
 from engine.report import CONFIGS, ConfigError, write_report
 from engine.sandbox import Isolation, IsolationError, check
@@ -75,18 +76,24 @@ def _progress(event: dict) -> None:
 
 
 def summary(report: dict) -> str:
-    d, ind, rt = report["dynamo"], report["inductor"], report["runtime"]
+    ind, rt = report["inductor"], report["runtime"]
     env = report["environment"]
+    counts = (report.get("summary") or {}).get("counts") or {}
+
+    def count(*keys):  # the report's own counts (engine/summary.py), named as everywhere (contract/counts.py)
+        return ", ".join(f"{counts.get(k) if counts.get(k) is not None else '?'} {COUNT_LABELS[k]}" for k in keys)
+
     lines = [f"torch {env.get('torch_version')} on {env.get('device')} ({env.get('device_name')})",
-             f"dynamo: {len(d['graphs'])} graph(s), {d['summary'].get('graph_break_count', 0)} graph break(s), "
-             f"{len(d['recompiles'])} recompile(s)",
+             "dynamo: " + count("dynamo_graphs", "graph_breaks", "unique_graph_breaks", "recompiles", "guards"),
              f"aot: {', '.join(sorted({g['kind'] for g in report['aot']['graphs']})) or 'not run'}",
-             f"inductor: {len(ind['kernels'])} kernel(s)" + "".join(f"\n  {k['name']} ({k['language']}): "
-                                                                   f"{', '.join(k['source_nodes'])}"
-                                                                   for k in ind["kernels"][:8])]
+             "inductor: " + count("generated_kernels", "library_calls")
+             + "".join(f"\n  {k['name']} ({k['language']}): {', '.join(k['source_nodes'])}" for k in ind["kernels"][:8])]
     cs = rt.get("compile_seconds") or {}
     if cs:
-        lines.append("compile: " + ", ".join(f"{k} {v:.2f}s" for k, v in cs.items()))
+        lines.append("compile (exclusive stages): " + ", ".join(f"{k} {v:.2f}s" for k, v in cs.items()))
+    warm = (rt.get("compile_cache") or {}).get("warm") or {}
+    if warm.get("status") == "ok":
+        lines.append(f"warm compile (fresh process, caches filled): {warm['seconds']['total']:.2f}s")
     lines.append(f"{'config':<26}{'median ms':>11}{'p10-p90':>19}{'speedup':>9}{'max abs err':>13}")
     for b in rt["benchmarks"]:
         if b["status"] != "ok":

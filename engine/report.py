@@ -43,7 +43,7 @@ DEFAULT_CONFIGS = {
 }
 
 # Pipeline stages in the order a job passes through them; progress events and report["stages"] use these names.
-STAGES = ("load", "eager", "dynamo", "aot", "inductor", "benchmark", "profile", "report")
+STAGES = ("load", "eager", "dynamo", "aot", "inductor", "benchmark", "profile", "warm_compile", "report")
 
 
 class ConfigError(ValueError):
@@ -82,12 +82,14 @@ def empty_report(request: dict) -> dict:
         "source": {"filename": request.get("filename", "model.py"), "code": request.get("code", "")},
         "environment": {},
         "caches": {},
+        "summary": {"counts": {}, "kernel_names": [], "library_call_names": {}},
+        "logs": {},
         "stages": [],
         "dynamo": {"graphs": [], "graph_breaks": [], "guards": [], "recompiles": [], "bytecode": [], "summary": {}},
         "aot": {"graphs": [], "partitions": [], "functionalization": [], "decompositions": []},
         "inductor": {"post_grad_graphs": [], "ir_pre_fusion": [], "ir_post_fusion": [], "fusion_decisions": [],
-                     "kernels": [], "output_code": [], "metrics": {}},
-        "runtime": {"compile_seconds": {}, "compile_timeline": [], "benchmarks": [], "cudagraphs": {},
+                     "kernels": [], "library_calls": [], "output_code": [], "metrics": {}},
+        "runtime": {"compile_seconds": {}, "compile_cache": {}, "compile_timeline": [], "benchmarks": [], "cudagraphs": {},
                     "kernel_profile": [], "timing": {}},
         "user_output": {"stdout": "", "stderr": "", "truncated": False},
         "isolation": {},

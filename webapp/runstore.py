@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from engine.report import STAGES
+from engine.summary import summarize as summarize_counts
 from webapp import reportview
 from webapp.config import Settings
 from webapp.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
@@ -130,19 +131,17 @@ def _set_error(run: Run, failure: dict) -> None:
 
 
 def summarize(report: dict) -> dict:
-    """Headline numbers for the Overview, computed once so that tab never loads the big sections."""
-    dynamo, aot = report.get("dynamo") or {}, report.get("aot") or {}
-    inductor, runtime = report.get("inductor") or {}, report.get("runtime") or {}
+    """Headline numbers for the Overview and the API, stored on the run so that tab never loads the big sections.
+    The counts are the engine's (report["summary"], docs/report-schema.md), never recounted here; a report stored
+    before the engine wrote them gets them from the same function (engine.summary)."""
+    counts = report.get("summary") if (report.get("summary") or {}).get("counts") else summarize_counts(report)
+    runtime = report.get("runtime") or {}
     measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))]
     best = max(measured, key=lambda b: b["speedup_vs_eager"], default=None)
     return {
-        "dynamo_graphs": len(dynamo.get("graphs") or []),
-        "graph_breaks": len(dynamo.get("graph_breaks") or []),
-        "guards": len(dynamo.get("guards") or []),
-        "recompiles": len(dynamo.get("recompiles") or []),
-        "aot_graphs": len(aot.get("graphs") or []),
-        "kernels": len(inductor.get("kernels") or []),
-        "kernel_names": [k.get("name") for k in inductor.get("kernels") or []][:20],
+        **counts["counts"],
+        "kernel_names": counts.get("kernel_names") or [],
+        "library_call_names": counts.get("library_call_names") or {},
         "best_config": best and best.get("config"),
         "best_speedup": best and best["speedup_vs_eager"],
     }

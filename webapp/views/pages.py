@@ -17,15 +17,19 @@ bp = Blueprint("pages", __name__)
 # which the run row already holds), so a tab never loads another tab's artifacts.
 STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
 TABS = {"overview": "Overview", **STAGE_TABS}
-NOT_IN_OVERVIEW = [*STAGE_TABS, "source"]
+# "summary" is drawn from the run row (runstore.summarize), in the Overview's Summary list.
+NOT_IN_OVERVIEW = [*STAGE_TABS, "source", "summary"]
 # Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile.
 EXTRA_SECTIONS = {"inductor": ["runtime"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
 DRAWN_FIELDS = {
-    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode"},
+    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "summary"},
     "aot": {"graphs", "partitions", "functionalization", "decompositions"},
-    "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion"},
-    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile"},
+    # metrics: kernel_count is summary.counts.generated_kernels; generated_kernel_count is torch's process-wide
+    # counter, not a count of this report (docs/report-schema.md), so it is not shown beside the kernels.
+    "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion",
+                 "library_calls", "metrics"},
+    "runtime": {"benchmarks", "compile_seconds", "compile_cache", "compile_timeline", "kernel_profile"},
 }
 
 
