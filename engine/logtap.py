@@ -212,6 +212,10 @@ class LogTap(_Malformed):
             except Exception:
                 self.missing.append(name)
         torch._logging.set_logs(**{n: True for n in self.enabled})
+        self._take_over_handlers()
+
+    def _take_over_handlers(self) -> None:
+        """Replace torch's stderr handlers with ours (set_logs puts its own back every time it is called)."""
         from torch._logging._internal import log_registry
 
         for qname in log_registry.get_log_qnames():
@@ -230,6 +234,7 @@ class LogTap(_Malformed):
         keep = [name for name in artifacts_read(after_capture_only=True) if name in self.enabled]
         try:
             torch._logging.set_logs(**{n: True for n in keep})
+            self._take_over_handlers()
         except Exception as exc:
             self.note_malformed("set_logs", "logtap", f"could not narrow the logs: {exc}")
 

@@ -302,3 +302,23 @@ def test_malformed_records_are_counted_not_dropped(tmp_path):
     assert log.summary()["malformed"]["by_kind"] == {"trace_line": 1, "trace_json": 2}
     assert len(load_trace_log(str(path))) == len(load_trace_log(os.path.join(TRACES, "recompile.trace.log"))) + 2
     assert logtap.read(log, "runtime.timeline")  # the rest is still read
+
+
+def test_after_the_recorded_compile_only_the_ladders_artifacts_stay_on_and_nothing_reaches_stderr():
+    """In a fresh process (logging is process-global): set_logs puts torch's stderr handlers back each time it is
+    called, so narrowing the artifacts must take them over again."""
+    import subprocess
+    import sys
+
+    code = """
+import logging, torch
+from engine.logtap import LogTap, artifacts_read
+import engine.stages.runtime, engine.stages.dynamo, engine.stages.inductor
+from torch._logging._internal import log_registry, log_state
+tap = LogTap(); tap.install(); tap.uninstall_trace()
+foreign = [q for q in log_registry.get_log_qnames() for h in logging.getLogger(q).handlers if h is not tap._handler_artifact]
+print(foreign, [a for a in artifacts_read() if log_state.is_artifact_enabled(a)])
+"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] ['cudagraphs', 'perf_hints']", out.stderr
