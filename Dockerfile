@@ -28,8 +28,8 @@ RUN groupadd --gid 10001 pt2scope \
     && useradd --create-home --uid 10001 --gid 10001 pt2scope \
     && install -d -o pt2scope -g pt2scope /var/lib/pt2scope
 WORKDIR /app
-COPY requirements/web.txt requirements/
-RUN pip install -r requirements/web.txt
+COPY requirements/web.txt requirements/contract.txt requirements/
+RUN pip install -r requirements/web.txt -r requirements/contract.txt
 
 # The web tier: pages and API over the database, sending jobs to the broker. It must run without PyTorch.
 FROM base AS web
@@ -38,8 +38,8 @@ COPY --from=assets /src/static/vendor static/vendor
 USER 10001:10001
 ENV PORT=8000
 EXPOSE 8000
-HEALTHCHECK --interval=15s --timeout=10s --start-period=20s --retries=3 CMD ["python", "-m", "webapp", "health", "web"]
-CMD ["python", "-m", "webapp", "web", "--host", "0.0.0.0"]
+HEALTHCHECK --interval=15s --timeout=10s --start-period=20s --retries=3 CMD ["python", "-m", "service", "health", "web"]
+CMD ["python", "-m", "service", "web", "--host", "0.0.0.0"]
 
 # What both workers need from the system: g++ for Inductor's C++ kernels and for Triton's launcher stubs,
 # bubblewrap for the job sandbox (PT2SCOPE_ISOLATION; see docs/deploy.md for the container settings it needs).
@@ -59,8 +59,8 @@ RUN pip install --index-url "$TORCH_INDEX" "$(grep -E '^torch==' requirements/en
     && pip install -r requirements/engine.txt
 COPY . .
 USER 10001:10001
-HEALTHCHECK --interval=30s --timeout=20s --start-period=120s --retries=3 CMD ["python", "-m", "webapp", "health", "worker"]
-CMD ["python", "-m", "webapp", "worker", "--queues", "cpu"]
+HEALTHCHECK --interval=30s --timeout=20s --start-period=120s --retries=3 CMD ["python", "-m", "service", "health", "worker"]
+CMD ["python", "-m", "service", "worker", "--queues", "cpu"]
 
 # cu130 needs an NVIDIA driver >= 580 on the host; pass --build-arg TORCH_INDEX=.../cu128 (or another CUDA
 # version the pinned torch is published for) for older drivers. The wheels carry the CUDA runtime and Triton.
@@ -73,5 +73,5 @@ COPY . .
 USER 10001:10001
 # nvidia-smi's order is the PCI bus's; CUDA's must match it for CUDA_VISIBLE_DEVICES to name the same GPU.
 ENV CUDA_DEVICE_ORDER=PCI_BUS_ID
-HEALTHCHECK --interval=30s --timeout=20s --start-period=120s --retries=3 CMD ["python", "-m", "webapp", "health", "worker"]
-CMD ["python", "-m", "webapp", "worker", "--queues", "gpu"]
+HEALTHCHECK --interval=30s --timeout=20s --start-period=120s --retries=3 CMD ["python", "-m", "service", "health", "worker"]
+CMD ["python", "-m", "service", "worker", "--queues", "gpu"]

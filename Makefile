@@ -39,7 +39,7 @@ test: assets
 
 # Migrates the database, then serves on 127.0.0.1:$(PORT) with one embedded worker (SQLite data and broker).
 run: install assets
-	$(PY) -m webapp serve --port $(PORT)
+	$(PY) -m service serve --port $(PORT)
 
 test: install
 	$(PY) -m pytest -q tests

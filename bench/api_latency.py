@@ -27,9 +27,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from tests.deploy import stack  # noqa: E402
-from webapp import runstore  # noqa: E402
-from webapp.config import Settings  # noqa: E402
-from webapp.db import session_factory  # noqa: E402
+from storage import runstore  # noqa: E402
+from storage.config import Settings  # noqa: E402
+from storage.db import session_factory  # noqa: E402
 
 REDIS_DB = 15  # a db index of its own, flushed before and after
 REPORTS = os.path.join(ROOT, "tests", "fixtures", "reports")

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/graph_view.py [--runs 5] [--gpt tests/fixtures/reports/tiny_gpt.json]
 
-Serves the web app as production does (`python -m webapp web`: gunicorn, 2 processes x 8 threads) over a fresh
+Serves the web app as production does (`python -m service web`: gunicorn, 2 processes x 8 threads) over a fresh
 SQLite instance, stores one report per case, and opens /r/<slug>/<tab>#graph-ID in a fresh page per run. Time to
 interactive = from navigation start to the viewer's "ready" (graph fetched, laid out in the worker, first frame
 drawn, events bound): what a reader waits for after following a link to a graph. Along the way: when the page was
@@ -31,9 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.support import make_settings, wait_until  # noqa: E402
-from webapp import runstore  # noqa: E402
-from webapp.config import PROJECT_ROOT  # noqa: E402
-from webapp.db import session_factory  # noqa: E402
+from storage import runstore  # noqa: E402
+from storage.config import PROJECT_ROOT  # noqa: E402
+from storage.db import session_factory  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -153,7 +153,7 @@ def main() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "webapp", "web", "--port", str(port)], cwd=PROJECT_ROOT,
+    server = subprocess.Popen([sys.executable, "-m", "service", "web", "--port", str(port)], cwd=PROJECT_ROOT,
                               env={**os.environ, **settings.to_env()}, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

@@ -1,6 +1,6 @@
 """Submit-to-report latency of the embedded default (`make run`), against the engine's own time for the same job.
 
-Starts `python -m webapp serve` on a free port with a fresh instance folder (SQLite data, SQLite broker, one
+Starts `python -m service serve` on a free port with a fresh instance folder (SQLite data, SQLite broker, one
 embedded worker), submits the seed example over HTTP as a client would, polls the API every 50 ms, and fetches
 the report. Overhead = submit-to-report wall time minus report["runtime"]["job_seconds"] (the engine's run_job,
 child start to report). One warm-up run is not counted (the worker's first job, started before it beat).
@@ -41,7 +41,7 @@ def main() -> int:
         env = {**os.environ, "PT2SCOPE_INSTANCE": instance}
         for key in ("DATABASE_URL", "CELERY_BROKER_URL"):  # the embedded default, whatever the shell has set
             env.pop(key, None)
-        server = subprocess.Popen([sys.executable, "-m", "webapp", "serve", "--port", str(port)], cwd=ROOT, env=env,
+        server = subprocess.Popen([sys.executable, "-m", "service", "serve", "--port", str(port)], cwd=ROOT, env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait_for(base + "/", timeout=60)

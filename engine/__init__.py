@@ -13,7 +13,6 @@ Where each stage is captured:
     engine/stages/runtime.py    compile times, timeline, the backend/mode benchmark ladder, profiler, CUDA graphs
     engine/warm.py              a warm compile in a fresh process (cold vs warm, runtime.compile_cache)
     engine/logtap.py            the log tap and the registry of its readers (what each stage reads from torch's logs)
-    engine/summary.py           every count of the report, computed once (report["summary"])
 """
 from engine.report import SCHEMA_VERSION
 

@@ -49,7 +49,7 @@ class Job:
         write_report(self.report, os.path.join(self.job_dir, "report.json.partial"))
 
     def save(self) -> None:
-        from engine.summary import summarize
+        from contract.counts import summarize
 
         self.report["summary"] = summarize(self.report)  # the one owner of every count, failed jobs too
         if self.tap is not None:

@@ -80,7 +80,7 @@ def summary(report: dict) -> str:
     env = report["environment"]
     counts = (report.get("summary") or {}).get("counts") or {}
 
-    def count(*keys):  # the report's own counts (engine/summary.py), named as everywhere (contract/counts.py)
+    def count(*keys):  # the report's own counts (report["summary"]), named as everywhere (contract/counts.py)
         return ", ".join(f"{counts.get(k) if counts.get(k) is not None else '?'} {COUNT_LABELS[k]}" for k in keys)
 
     lines = [f"torch {env.get('torch_version')} on {env.get('device')} ({env.get('device_name')})",

@@ -23,9 +23,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from contract.vocab import ISOLATION_MODES as MODES
+
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_ROOT = os.path.dirname(ENGINE_DIR)
-MODES = ("bubblewrap", "none")
+# The project packages a job's child imports: the engine and the torch-free types it writes the report with.
+CHILD_PACKAGES = (ENGINE_DIR, os.path.join(PROJECT_ROOT, "contract"))
 # The user name a job sees (USER, LOGNAME). Inductor names its precompiled-header folder after it:
 # $TMPDIR/torchinductor_<user>/precompiled_headers, so it must be the same in every job.
 JOB_USER = "pt2scope"
@@ -296,9 +299,9 @@ def _bwrap(isolation: Isolation, job_dir: str, env: dict, device: str) -> list[s
         for node in sorted(glob.glob("/dev/nvidia*")):
             args += ["--dev-bind", node, node]
         args += ["--ro-bind", "/sys", "/sys"]
-    # The Python that runs the child, its virtual environment and the engine package: read-only. Nothing else of
-    # the project (web app, instance folder with the database and broker, other jobs) exists in the sandbox.
-    python_dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), ENGINE_DIR}
+    # The Python that runs the child, its virtual environment and the engine and contract packages: read-only.
+    # Nothing else of the project (web app, instance folder with the database and broker, other jobs) exists there.
+    python_dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), *CHILD_PACKAGES}
     for path in sorted(python_dirs):
         if path != "/usr" and not path.startswith("/usr/"):
             args += parents(path) + ["--ro-bind", path, path]

@@ -12,9 +12,9 @@ from contextlib import contextmanager
 import psycopg
 import redis
 
-from webapp import runstore
-from webapp.config import PROJECT_ROOT, Settings
-from webapp.db import migrate, session_factory
+from storage import runstore
+from storage.config import PROJECT_ROOT, Settings
+from storage.db import migrate, session_factory
 from workers.launch import worker_command
 
 # Configs that stop before Inductor: the engine records Dynamo and AOTAutograd in a few seconds, no C++ build.

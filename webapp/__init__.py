@@ -1,8 +1,9 @@
 """pt2scope web app: pages and JSON API over stored runs. Never imports torch (nor engine modules that do).
 
-    webapp/config.py      Settings from the environment (shared with the workers)
-    webapp/models.py      SQLAlchemy models; webapp/migrations/ their Alembic migrations
-    webapp/runstore.py    every read and write of runs, progress, reports, heartbeats
+Layers (tests/test_layers.py): webapp -> storage -> contract. Settings, models, migrations and every read and
+write of runs live in storage/ (shared with the workers); work is sent by task name through storage/queue.py,
+never by importing the workers.
+
     webapp/submission.py  validation of a new run (form and API)
     webapp/examples.py    the gallery, read from examples/*.py
     webapp/render.py      report sections to HTML (Pygments listings, tables)
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 from flask import Flask
 
-from webapp.config import PROJECT_ROOT, Settings
+from contract.report import ReportError
+from storage.config import PROJECT_ROOT, Settings
 
 
 def create_app(settings: Settings | None = None) -> Flask:
@@ -22,7 +24,7 @@ def create_app(settings: Settings | None = None) -> Flask:
                 static_folder=f"{PROJECT_ROOT}/static")
     app.config["MAX_CONTENT_LENGTH"] = 4 * settings.max_code_bytes  # the code plus the form around it
 
-    from workers.celery_app import make_celery
+    from storage.queue import make_celery
     from webapp import context, security
     from webapp.views import api, pages, status
 
@@ -32,4 +34,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(status.bp)
+    app.register_error_handler(ReportError, _unreadable_report)
     return app
+
+
+def _unreadable_report(exc: ReportError):
+    """A stored report this version cannot read (an unknown schema_version, or one that does not validate)."""
+    return f"this run's stored report cannot be read: {exc}\n", 500, {"Content-Type": "text/plain; charset=utf-8"}

@@ -7,10 +7,10 @@ from celery import Celery
 from flask import current_app, g
 from sqlalchemy.orm import Session
 
-from webapp.config import Settings
-from webapp.db import session_factory
-from webapp.models import Run
-from workers.celery_app import RUN_TASK
+from storage.config import Settings
+from storage.db import session_factory
+from storage.models import Run
+from storage.queue import RUN_TASK
 
 
 @dataclass

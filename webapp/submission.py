@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from engine.report import CONFIGS, ConfigError, parse_configs
-from webapp.runstore import QUEUE_FOR_DEVICE, Submission
+from storage.runstore import QUEUE_FOR_DEVICE, Submission
 
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "CUDA GPU"}
 TRAIN_CHOICES = {"auto": None, "inference": False, "training": True}  # form values -> JobRequest.train

@@ -1,5 +1,5 @@
-"""The command lines of pt2scope's processes, in one place: `python -m webapp serve` (embedded: both), the
-container entry points `python -m webapp web` and `python -m webapp worker` (Dockerfile, docker-compose.yml),
+"""The command lines of pt2scope's processes, in one place: `python -m service serve` (embedded: both), the
+container entry points `python -m service web` and `python -m service worker` (Dockerfile, docker-compose.yml),
 the tests and the benches all start these."""
 from __future__ import annotations
 

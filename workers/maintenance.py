@@ -12,9 +12,9 @@ import time
 
 from sqlalchemy import text
 
-from webapp import runstore
-from webapp.config import Settings
-from webapp.db import make_engine, session_factory
+from storage import runstore
+from storage.config import Settings
+from storage.db import make_engine, session_factory
 from workers import device
 
 log = logging.getLogger(__name__)

@@ -12,10 +12,11 @@ from celery import signals
 
 from engine import sandbox
 from engine.job import JobRequest, run_job, warm_up_shared_pch
-from webapp import runstore
-from webapp.db import session_factory
-from webapp.models import Run
-from workers.celery_app import RUN_TASK, celery
+from storage import runstore
+from storage.db import session_factory
+from storage.models import Run
+from storage.queue import RUN_TASK
+from workers.celery_app import celery
 from workers.maintenance import Maintenance
 
 log = logging.getLogger(__name__)

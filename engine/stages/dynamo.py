@@ -93,7 +93,7 @@ class DynamoCollector(Collector):
         section["guards"] = logtap.read(tap, "dynamo.guards")
         section["recompiles"] = logtap.read(tap, "dynamo.recompiles", user_file=self.ctx.user_file)
         section["bytecode"] = self.bytecode
-        # Kept for schema-1 readers: the counts' one owner is the report's top-level summary (engine/summary.py).
+        # Kept for schema-1 readers: the counts' one owner is the report's top-level summary (contract/counts.py).
         section["summary"] = {
             "graph_count": len(self.graphs),
             "graph_break_count": sum(b["count"] for b in section["graph_breaks"]),
@@ -245,6 +245,7 @@ def _failed_guard(block: str, user_file: str) -> dict:
 def _dynamic_dim(event: dict) -> dict:
     meta = event["metadata"]
     source, symbol, value = meta.get("source") or "?", meta.get("symbol"), meta.get("val")
+    value = None if value is None else str(value)
     dim = _DIM_SOURCE.match(source)
     if dim:
         what = "Dimension" if dim["what"] == "size" else "The stride of dimension"

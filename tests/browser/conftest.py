@@ -9,9 +9,10 @@ import pytest
 from werkzeug.serving import make_server
 
 from tests.support import Worker, make_settings
-from webapp import create_app, runstore
-from webapp.config import PROJECT_ROOT, Settings
-from webapp.db import session_factory
+from webapp import create_app
+from storage import runstore
+from storage.config import PROJECT_ROOT, Settings
+from storage.db import session_factory
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from webapp.config import PROJECT_ROOT
+from storage.config import PROJECT_ROOT
 
 
 def _line_of(code: str, needle: str) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from tests.support import LoggedProcess, scratch_postgres_and_redis, wait_until
-from webapp.config import PROJECT_ROOT
+from storage.config import PROJECT_ROOT
 
 DOCKERFILE = os.path.join(PROJECT_ROOT, "Dockerfile")
 COMPOSE_FILE = os.path.join(PROJECT_ROOT, "docker-compose.yml")

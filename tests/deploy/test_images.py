@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 from tests.deploy import stack
-from webapp import __main__ as webapp_main
-from webapp.config import PROJECT_ROOT, Settings
-from workers.celery_app import make_celery
+from service import __main__ as service_main
+from storage.config import PROJECT_ROOT, Settings
+from storage.queue import make_celery
 from workers.launch import web_command, worker_command
 
 STAGES = stack.dockerfile_stages()
@@ -24,7 +24,8 @@ IMAGE_TARGETS = {"web": "web", "worker": "worker", "worker-gpu": "worker-gpu"}  
 def installed_requirements(target: str) -> set[str]:
     """The requirements files `pip install -r` reads in the target's stages."""
     runs = [run for stage in stack.stage_chain(STAGES, target) for run in stage.arguments("RUN")]
-    return set(re.findall(r"pip install (?:-\S+ )*-r (\S+)", " ".join(runs)))
+    installs = [cmd for run in runs for cmd in run.split("&&") if cmd.strip().startswith("pip install")]
+    return {path for cmd in installs for path in re.findall(r"-r (\S+)", cmd)}
 
 
 def requirement_lines(path: str) -> list[str]:
@@ -47,11 +48,12 @@ def makefile_recipe(target_line_prefix: str) -> list[str]:
 
 def test_images_install_the_makefiles_requirements_and_the_web_image_no_torch():
     makefile_installs = {os.path.relpath(p, PROJECT_ROOT) for p in glob.glob(f"{PROJECT_ROOT}/requirements/*.txt")}
-    assert installed_requirements("web") == {"requirements/web.txt"}
+    shared = {"requirements/web.txt", "requirements/contract.txt"}
+    assert installed_requirements("web") == shared
     for worker in ("worker", "worker-gpu"):
-        assert installed_requirements(worker) == {"requirements/web.txt", "requirements/engine.txt"}
+        assert installed_requirements(worker) == shared | {"requirements/engine.txt"}
     # Every file `make install` reads reaches an image, except the test tools.
-    assert makefile_installs - {"requirements/test.txt"} == {"requirements/web.txt", "requirements/engine.txt"}
+    assert makefile_installs - {"requirements/test.txt"} == shared | {"requirements/engine.txt"}
     assert not [line for line in requirement_lines("requirements/web.txt") if re.match(r"(torch|triton)\b", line)]
     web_runs = " ".join(run for stage in stack.stage_chain(STAGES, "web") for run in stage.arguments("RUN"))
     assert "torch" not in web_runs
@@ -80,18 +82,18 @@ def test_assets_are_built_with_the_makefiles_npm_commands():
 
 
 def test_entry_commands_are_the_launchers_subcommands():
-    parser = webapp_main.build_parser()
+    parser = service_main.build_parser()
     for service, target in IMAGE_TARGETS.items():
         cmd = stack.exec_form(STAGES[target].arguments("CMD")[-1])
         assert stack.service_command(service) == cmd, service  # compose runs what the image would
-        assert cmd[:3] == ["python", "-m", "webapp"]
+        assert cmd[:3] == ["python", "-m", "service"]
         parser.parse_args(cmd[3:])  # exits (fails the test) on an unknown subcommand or flag
         health = stack.exec_form(STAGES[target].arguments("HEALTHCHECK")[-1].split(" CMD ", 1)[1])
         assert SERVICES[service]["healthcheck"]["test"] == ["CMD", *health]
         parser.parse_args(health[3:])
     assert stack.service_command("worker")[-2:] == ["--queues", "cpu"]
     assert stack.service_command("worker-gpu")[-2:] == ["--queues", "gpu"]
-    assert stack.service_command("migrate") == ["python", "-m", "webapp", "migrate"]
+    assert stack.service_command("migrate") == ["python", "-m", "service", "migrate"]
 
 
 class FakeChild:
@@ -115,14 +117,14 @@ def test_the_web_container_runs_the_gunicorn_command_of_make_run(monkeypatch, tm
     monkeypatch.setattr(os, "execve", lambda path, argv, env: executed.append(argv))
     for name in ("WEB_CONCURRENCY", "PT2SCOPE_WEB_THREADS", "PORT"):
         monkeypatch.delenv(name, raising=False)
-    webapp_main.main(["web", "--host", "0.0.0.0"])
+    service_main.main(["web", "--host", "0.0.0.0"])
     assert executed == [web_command("0.0.0.0", 8000)]
 
-    monkeypatch.setattr(webapp_main.subprocess, "Popen", FakeChild)
-    monkeypatch.setattr(webapp_main.os, "wait", lambda: (0, 0))
+    monkeypatch.setattr(service_main.subprocess, "Popen", FakeChild)
+    monkeypatch.setattr(service_main.os, "wait", lambda: (0, 0))
     settings = Settings.from_env(instance_path=str(tmp_path), database_url=f"sqlite:///{tmp_path}/db.sqlite",
                                  broker_url=f"sqla+sqlite:///{tmp_path}/broker.sqlite")
-    assert webapp_main.serve(settings, "127.0.0.1", 8123) == 0
+    assert service_main.serve(settings, "127.0.0.1", 8123) == 0
     worker, web = FakeChild.started
     assert web == web_command("127.0.0.1", 8123)
     assert worker[:6] == worker_command("x", ["cpu"])[:6]  # python -m celery -A workers.celery_app worker
@@ -157,7 +159,7 @@ def test_every_setting_is_documented_in_deploy_md():
         documented = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", f.read()))
     used = {name for service in SERVICES.values() for name in service.get("environment") or {}}
     read_in_code = set()
-    for path in ("webapp/config.py", "webapp/__main__.py", "engine/sandbox.py", "workers/device.py"):
+    for path in ("storage/config.py", "service/__main__.py", "engine/sandbox.py", "workers/device.py"):
         with open(os.path.join(PROJECT_ROOT, path)) as f:
             source = f.read()
         read_in_code |= set(re.findall(r"""(?:env|environ)(?:\.get\(|\[)\s*["']([A-Z][A-Z0-9_]+)["']""", source))

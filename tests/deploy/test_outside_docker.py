@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 
 from tests.deploy import stack
 from tests.support import SEED, wait_until
-from webapp.db import MIGRATIONS_PATH
+from storage.db import MIGRATIONS_PATH
 
 REDIS_DB = 12  # a db index of its own, flushed: no other user of this server is touched
 CHEAP_CONFIGS = ["eager", "backend_eager"]

@@ -17,7 +17,7 @@ from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the D
 from engine.stages import inductor as inductor_stage
 from engine.stages.dynamo import parse_recompiles
 from engine.stages.runtime import compile_seconds
-from engine.summary import summarize
+from contract.counts import summarize
 from engine.warm import cache_counts
 from tests.engine.conftest import run_code
 from webapp import reportview

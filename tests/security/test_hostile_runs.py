@@ -10,7 +10,7 @@ import pytest
 
 from tests.support import SEED, Worker, make_settings, wait_for_run, wait_until
 from webapp import create_app
-from webapp.config import PROJECT_ROOT
+from storage.config import PROJECT_ROOT
 
 CHEAP = ["eager", "backend_eager"]
 # Tight limits so each hostile run ends in seconds; the defaults are in docs/security.md.

@@ -5,7 +5,7 @@ import sys
 
 from engine.job import JobRequest, run_job
 from engine.sandbox import Isolation, check
-from webapp.config import PROJECT_ROOT
+from storage.config import PROJECT_ROOT
 
 PROBE = '''
 import json, os, socket
@@ -27,9 +27,10 @@ found = {
     "dns": attempt(lambda: socket.getaddrinfo("pypi.org", 443)),
     "environment": sorted(os.environ),
     "project": sorted(os.listdir(PROJECT)),
-    "webapp_config": attempt(lambda: open(os.path.join(PROJECT, "webapp", "config.py")).read()),
+    "storage_config": attempt(lambda: open(os.path.join(PROJECT, "storage", "config.py")).read()),
     "other_job": attempt(lambda: open(OTHER_JOB_FILE).read()),
     "write_engine": attempt(lambda: write(os.path.join(PROJECT, "engine", "pwned.py"))),
+    "write_contract": attempt(lambda: write(os.path.join(PROJECT, "contract", "pwned.py"))),
     "write_venv": attempt(lambda: write(os.path.join(VENV, "pwned.py"))),
     "write_host_tmp": attempt(lambda: write(HOST_TMP_FILE)),
     "write_job_folder": attempt(lambda: write("mine.txt")),
@@ -71,10 +72,11 @@ def test_user_code_finds_no_network_no_secrets_and_nothing_to_write_outside_its_
     assert all(not name.startswith(("PT2SCOPE_INSTANCE", "SECRET")) for name in found["environment"])
     # Files: of the project only the engine package (and the virtualenv) exist, read-only; other jobs and the
     # instance folder do not exist at all; the host's /tmp is not the job's.
-    assert set(found["project"]) <= {"engine", ".venv"} and "engine" in found["project"]
-    assert found["webapp_config"][0] == "denied" and "No such file" in found["webapp_config"][1]
+    assert set(found["project"]) <= {"engine", "contract", ".venv"} and "engine" in found["project"]
+    assert found["storage_config"][0] == "denied" and "No such file" in found["storage_config"][1]
     assert found["other_job"][0] == "denied"
     assert found["write_engine"][0] == "denied" and "Read-only" in found["write_engine"][1]
+    assert found["write_contract"][0] == "denied" and "Read-only" in found["write_contract"][1]
     assert found["write_venv"][0] == "denied"
     assert found["write_job_folder"][0] == "ok"
     assert not os.path.exists(host_tmp_file) and not os.path.exists(os.path.join(PROJECT_ROOT, "engine", "pwned.py"))

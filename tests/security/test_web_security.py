@@ -6,7 +6,7 @@ import pytest
 
 from tests.support import SEED, form_token, make_settings
 from webapp import create_app
-from webapp.models import Run
+from storage.models import Run
 from webapp.security import CONTENT_SECURITY_POLICY
 
 
@@ -81,8 +81,8 @@ def test_only_python_text_is_accepted_and_nothing_is_unpickled(client, db):
 
 
 @pytest.mark.parametrize("path", [
-    "/examples/..%2f..%2fwebapp%2fconfig.py", "/examples/../webapp/config.py", "/static/../webapp/config.py",
-    "/static/..%2fwebapp%2fconfig.py", "/static/%2e%2e/webapp/config.py", "/r/..%2f..%2fetc%2fpasswd",
+    "/examples/..%2f..%2fwebapp%2fconfig.py", "/examples/../storage/config.py", "/static/../storage/config.py",
+    "/static/..%2fwebapp%2fconfig.py", "/static/%2e%2e/storage/config.py", "/r/..%2f..%2fetc%2fpasswd",
     "/r/x/..%2f..%2fetc%2fpasswd", "/r/x/report.json/../../../etc/passwd", "/api/runs/..%2f..%2fetc%2fpasswd",
     "/r/x/graphs/..%2f..%2fetc%2fpasswd.json",
 ])

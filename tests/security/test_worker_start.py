@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from tests.support import Worker, make_settings
-from webapp.config import PROJECT_ROOT
+from storage.config import PROJECT_ROOT
 from workers.launch import worker_command
 
 

@@ -3,7 +3,7 @@ from sqlalchemy import create_engine, text
 
 from tests.support import make_settings
 from webapp import create_app
-from webapp.db import session_factory
+from storage.db import session_factory
 
 
 @pytest.fixture

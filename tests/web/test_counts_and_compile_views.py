@@ -1,16 +1,16 @@
 """One name per count, read from the engine's summary on every page and in the API; compile times that add up,
 cold beside warm; recompiles in words (issue 9, items 6, 8, 9)."""
-import copy
 import json
 import os
 import re
 
 import pytest
 
-from engine.summary import summarize
+from contract.counts import summarize
+from contract.report import checked_report
+from storage import runstore
+from storage.config import PROJECT_ROOT
 from tests.support import SEED
-from webapp import runstore
-from webapp.config import PROJECT_ROOT
 
 STAGES = ("dynamo", "aot_autograd", "inductor", "codegen", "backward", "other")
 
@@ -18,13 +18,15 @@ STAGES = ("dynamo", "aot_autograd", "inductor", "codegen", "backward", "other")
 @pytest.fixture
 def report():
     with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "seed.json")) as f:
-        report = json.load(f)
-    report = copy.deepcopy(report)
+        report = checked_report(json.load(f))  # the stored fixture, as the current schema reads it
     dynamo = report["dynamo"]
     dynamo["guards"] = [{**dynamo["guards"][0], "count": 10}, {"compile_id": "0/1", "text": "", "count": 11}]
-    dynamo["graph_breaks"] = [{"reason": "print", "count": 3, "line": 6, "file": "seed.py", "compile_ids": ["0/0"]}]
+    dynamo["graph_breaks"] = [{"reason": "print", "explanation": "", "hints": [], "doc_url": None, "file": "seed.py",
+                               "line": 6, "code": "print(x)", "count": 3, "compile_ids": ["0/0"], "user_stack": [],
+                               "text": "Graph break"}]
     dynamo["recompiles"] = [{
-        "compile_id": "0/1", "call_index": 1, "reasons": ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"],
+        "compile_id": "0/1", "call_index": 1, "function": "f", "where": "seed.py:5",
+        "reason": "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6", "reasons": ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"],
         "failed_guards": [{"compile_id": "0/0", "guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6",
                            "location": None, "user_line": None}],
         "dynamic_dims": [{"symbol": "s77", "source": "L['x'].size()[0]", "value": "6",
@@ -37,12 +39,15 @@ def report():
             "total": 4.43}
     warm = {"dynamo": 0.2, "aot_autograd": 0.5, "inductor": 0.0, "codegen": 0.0, "backward": 0.0, "other": 0.0,
             "total": 0.7}
-    hit = {"hits": 1, "misses": 0, "bypasses": 0}
+    hit = {"hits": 1, "misses": 0, "bypasses": 0, "state": None}
+    kernels = {"hits": 1, "misses": 0, "generated": 1, "binaries_written": 0, "state": None}
     report["runtime"]["compile_seconds"] = cold
     report["runtime"]["compile_cache"] = {
-        "cold": {"seconds": cold, "caches": {}},
-        "warm": {"status": "ok", "seconds": warm, "caches": {"fx_graph": hit, "aot_autograd": hit,
-                                                             "kernels": {"hits": 1, "misses": 0, "generated": 1}}}}
+        "cold": {"seconds": cold, "caches": {"fx_graph": {**hit, "hits": 0}, "aot_autograd": {**hit, "hits": 0},
+                                             "kernels": {**kernels, "hits": 0, "misses": 1, "binaries_written": 7}}},
+        "warmup": None,
+        "warm": {"status": "ok", "reason": None, "config": "inductor_default", "seconds": warm, "wall_seconds": 6.0,
+                 "caches": {"fx_graph": hit, "aot_autograd": hit, "kernels": kernels}}}
     report["summary"] = summarize(report)
     return report
 

@@ -5,9 +5,9 @@ import sys
 from datetime import timedelta
 
 from tests.support import SEED
-from webapp import runstore
-from webapp.models import FAILED, RUNNING, WorkerHeartbeat, utcnow
-from webapp.runstore import Submission
+from storage import runstore
+from storage.models import FAILED, RUNNING, WorkerHeartbeat, utcnow
+from storage.runstore import Submission
 
 
 def _running_run(db, worker_name, pid=None, started_ago_s=0.0):

@@ -5,9 +5,12 @@ import os
 
 from sqlalchemy import delete, select, update
 
-from webapp import reportview, runstore
-from webapp.config import PROJECT_ROOT
-from webapp.models import ReportGraph, ReportSection
+from contract import graphs
+from webapp import reportview
+
+from storage import runstore
+from storage.config import PROJECT_ROOT
+from storage.models import ReportGraph, ReportSection
 
 
 def _report(name: str) -> dict:
@@ -31,7 +34,7 @@ def test_each_graph_has_its_own_endpoint_and_the_page_does_not_carry_its_nodes(c
     recorded = report["aot"]["graphs"][1]["nodes"]
     assert forward["names"] == [n["name"] for n in recorded]
     # Columns: node i's value is values[index[i]]; edges are node numbers.
-    for key in reportview.NODE_COLUMNS:
+    for key in graphs.NODE_COLUMNS:
         column = forward["columns"][key]
         assert [column["values"][k] for k in column["index"]] == [n.get(key) for n in recorded], key
     assert len(forward["columns"]["module_stack"]["values"]) < len(recorded) / 2  # stored once per distinct stack

@@ -2,10 +2,11 @@
 from datetime import timedelta
 
 from tests.support import SEED
-from webapp import create_app, runstore
-from webapp.config import Settings
-from webapp.models import RUNNING, WorkerHeartbeat, utcnow
-from webapp.runstore import Submission
+from webapp import create_app
+from storage import runstore
+from storage.config import Settings
+from storage.models import RUNNING, WorkerHeartbeat, utcnow
+from storage.runstore import Submission
 
 H200_WORKER = {"cpu": "Intel(R) Xeon(R) Platinum 8480C", "cpus": 16, "gpus": ["NVIDIA H200"],
                "torch": "2.13.0+cu130", "triton": "3.7.0", "python": "3.11.7"}

@@ -4,7 +4,7 @@ import os
 
 from sqlalchemy import text
 
-from webapp.db import session_factory
+from storage.db import session_factory
 
 POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 

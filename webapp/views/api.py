@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, request, url_for
 
-from webapp import context, runstore, security
-from webapp.models import FINISHED_STATUSES, RUNNING, Run
+from webapp import context, security
+
+from storage import runstore
+from storage.models import FINISHED_STATUSES, RUNNING, Run
 from webapp.submission import validate
 
 bp = Blueprint("api", __name__, url_prefix="/api")

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from engine.report import DEFAULT_CONFIGS, STAGES
-from webapp import context, reportview, runstore, security
+from contract.vocab import DEFAULT_CONFIGS, STAGES
+from webapp import context, reportview, security
+from storage import runstore
 from webapp.examples import list_examples, read_example
-from webapp.models import FINISHED_STATUSES, RUNNING, Run
+from storage.models import FINISHED_STATUSES, RUNNING, Run
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
 from webapp.views.api import submit
@@ -126,7 +127,7 @@ def report(slug: str, tab: str):
 
 @bp.get("/r/<slug>/graphs/<graph_id>.json")
 def graph(slug: str, graph_id: str):
-    """One graph for the viewer (reportview.graph_payload), sent as stored: pages list graphs, and each is fetched
+    """One graph for the viewer (contract.graphs.graph_payload), sent as stored: pages list graphs, and each is fetched
     when it is shown."""
     text = runstore.graph_json_text(context.session(), _run_or_404(slug), graph_id)
     if text is None:

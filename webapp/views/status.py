@@ -6,7 +6,9 @@ from flask import Blueprint, jsonify, render_template
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from webapp import context, runstore
+from webapp import context
+
+from storage import runstore
 
 bp = Blueprint("status", __name__)
 

@@ -14,11 +14,12 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from engine.report import STAGES
-from engine.summary import summarize as summarize_counts
-from webapp import reportview
-from webapp.config import Settings
-from webapp.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
+from contract import graphs
+from contract.counts import summarize as summarize_counts
+from contract.report import SCHEMA_VERSION, ReportError, check_version, checked_report
+from contract.vocab import STAGES
+from storage.config import Settings
+from storage.models import (FAILED, FINISHED_STATUSES, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection, Run,
                            RunEvent, WorkerHeartbeat, utcnow)
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
@@ -89,18 +90,20 @@ def record_event(session: Session, run_id: int, event: dict) -> None:
 
 
 def store_report(session: Session, run_id: int, report: dict) -> None:
-    """Store the engine's report section by section (with each section's outline and each graph as the viewer
-    reads it, so pages never build them) and finish the run as succeeded or failed."""
+    """Validate the engine's report (contract.report), store it section by section (with each section's outline
+    and each graph as the viewer reads it, so pages never build them) and finish the run as succeeded or failed.
+    A report that does not validate is not stored: the run fails naming the field it got wrong."""
     run = session.get(Run, run_id)
-    session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
-    session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
-    for position, (name, value) in enumerate(report.items()):
-        outline = reportview.section_outline(value)
-        session.add(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
-                                  outline=None if outline is None else _json_text(outline)))
-    for graph_id, graph in reportview.report_graphs(report):
-        session.add(ReportGraph(run_id=run_id, graph_id=graph_id,
-                                body=_json_text(reportview.graph_payload(graph_id, graph))))
+    try:
+        report = checked_report(report)
+    except ReportError as exc:
+        _delete_report(session, run_id)
+        _set_error(run, {"stage": "report", "kind": "invalid_report",
+                         "message": f"report from the job is invalid: {exc}"})
+        run.finished_at = utcnow()
+        session.commit()
+        return
+    _write_report(session, run_id, report)
     run.environment = report.get("environment") or {}
     run.summary = summarize(report)
     run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
@@ -112,6 +115,41 @@ def store_report(session: Session, run_id: int, report: dict) -> None:
         _set_error(run, failure)
     run.finished_at = utcnow()
     session.commit()
+
+
+def _delete_report(session: Session, run_id: int) -> None:
+    session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
+    session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
+
+
+def _write_report(session: Session, run_id: int, report: dict) -> None:
+    _delete_report(session, run_id)
+    for position, (name, value) in enumerate(report.items()):
+        outline = graphs.section_outline(value)
+        session.add(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
+                                  outline=None if outline is None else _json_text(outline)))
+    for graph_id, graph in graphs.report_graphs(report):
+        session.add(ReportGraph(run_id=run_id, graph_id=graph_id,
+                                body=_json_text(graphs.graph_payload(graph_id, graph))))
+
+
+def _upgrade_stored_report(session: Session, run: Run) -> None:
+    """A report stored under an older schema_version is upgraded in place on its first read (contract.report's
+    upgrades), so every reader sees the current version; an unknown version raises ReportError saying so."""
+    body = session.scalar(select(ReportSection.body).where(ReportSection.run_id == run.id,
+                                                           ReportSection.name == "schema_version"))
+    if body is None and not has_report(session, run):
+        return
+    version = None if body is None else json.loads(body)
+    if version == SCHEMA_VERSION:
+        return
+    check_version({"schema_version": version})
+    report = checked_report(json.loads(_stored_report_text(session, run)))
+    try:
+        _write_report(session, run.id, report)
+        session.commit()
+    except IntegrityError:  # another web process upgraded it first: the same rows
+        session.rollback()
 
 
 def fail_run(session: Session, run: Run, stage: str, kind: str, message: str) -> None:
@@ -133,7 +171,7 @@ def _set_error(run: Run, failure: dict) -> None:
 def summarize(report: dict) -> dict:
     """Headline numbers for the Overview and the API, stored on the run so that tab never loads the big sections.
     The counts are the engine's (report["summary"], docs/report-schema.md), never recounted here; a report stored
-    before the engine wrote them gets them from the same function (engine.summary)."""
+    before the engine wrote them (summary.counts null) gets them from the same function (contract.counts.summarize)."""
     counts = report.get("summary") if (report.get("summary") or {}).get("counts") else summarize_counts(report)
     runtime = report.get("runtime") or {}
     measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))]
@@ -150,7 +188,8 @@ def summarize(report: dict) -> dict:
 def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
                   exclude: list[str] | None = None, outlines: bool = False) -> dict:
     """The named report sections (or all but ``exclude``), parsed, in report order; with ``outlines``, their
-    graphs without nodes (reportview.section_outline) where the outline was stored."""
+    graphs without nodes (graphs.section_outline) where the outline was stored."""
+    _upgrade_stored_report(session, run)
     text = func.coalesce(ReportSection.outline, ReportSection.body) if outlines else ReportSection.body
     query = select(ReportSection.name, text).where(ReportSection.run_id == run.id)
     if names is not None:
@@ -166,20 +205,21 @@ def has_report(session: Session, run: Run) -> bool:
 
 
 def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
-    """One graph as the viewer reads it (reportview.graph_payload), JSON text; None if the report has no such
+    """One graph as the viewer reads it (graphs.graph_payload), JSON text; None if the report has no such
     graph."""
+    _upgrade_stored_report(session, run)
     body = session.scalar(select(ReportGraph.body).where(ReportGraph.run_id == run.id,
                                                          ReportGraph.graph_id == graph_id))
     if body is not None:
         return body
     # A run stored before graphs were: build this one from its section once, for every later request.
-    section_name = reportview.graph_section(graph_id)
+    section_name = graphs.graph_section(graph_id)
     if section_name is None:
         return None
-    graph = reportview.find_graph(load_sections(session, run, [section_name]).get(section_name) or {}, graph_id)
+    graph = graphs.find_graph(load_sections(session, run, [section_name]).get(section_name) or {}, graph_id)
     if graph is None:
         return None
-    body = _json_text(reportview.graph_payload(graph_id, graph))
+    body = _json_text(graphs.graph_payload(graph_id, graph))
     try:
         session.add(ReportGraph(run_id=run.id, graph_id=graph_id, body=body))
         session.commit()
@@ -189,7 +229,13 @@ def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
 
 
 def report_json_text(session: Session, run: Run) -> str:
-    """The whole report as stored, assembled from the raw section texts without parsing them."""
+    """The whole report as stored (upgraded to the current version), assembled from the raw section texts without
+    parsing them."""
+    _upgrade_stored_report(session, run)
+    return _stored_report_text(session, run)
+
+
+def _stored_report_text(session: Session, run: Run) -> str:
     rows = session.execute(select(ReportSection.name, ReportSection.body)
                            .where(ReportSection.run_id == run.id).order_by(ReportSection.position))
     return "{" + ",".join(f"{json.dumps(name)}:{body}" for name, body in rows) + "}"

@@ -99,13 +99,13 @@ class ReportSection(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     position: Mapped[int] = mapped_column(Integer)  # the key's place in the report, kept for the download
     body: Mapped[str] = mapped_column(Text)
-    # The section as the pages read it, without its graphs' nodes (webapp.reportview.section_outline); null when
+    # The section as the pages read it, without its graphs' nodes (contract.graphs.section_outline); null when
     # it holds no graph, or the run was stored before outlines were.
     outline: Mapped[str | None] = mapped_column(Text)
 
 
 class ReportGraph(Base):
-    """One graph of a run's report as the viewer reads it (webapp.reportview.graph_payload), as JSON text.
+    """One graph of a run's report as the viewer reads it (contract.graphs.graph_payload), as JSON text.
 
     Built once, when the report is stored (or on the first request for a run stored before), so the graph endpoint
     sends stored text: building it from its section parses every graph of that stage (seconds for 20,000 nodes).

@@ -1,12 +1,12 @@
 """pt2scope's processes, one subcommand each (docs/deploy.md):
 
-    python -m webapp serve     migrate, then gunicorn and one embedded worker (what `make run` calls)
-    python -m webapp migrate   bring the database to the newest schema (the compose file's one-shot service)
-    python -m webapp web       gunicorn only (the web container)
-    python -m webapp worker    one Celery worker only (a worker container; one per GPU)
-    python -m webapp health web|worker   exit 0 if this container's server answers or its worker beats
+    python -m service serve     migrate, then gunicorn and one embedded worker (what `make run` calls)
+    python -m service migrate   bring the database to the newest schema (the compose file's one-shot service)
+    python -m service web       gunicorn only (the web container)
+    python -m service worker    one Celery worker only (a worker container; one per GPU)
+    python -m service health web|worker   exit 0 if this container's server answers or its worker beats
 
-Every setting comes from the environment (webapp.config.Settings, plus the few read here)."""
+Every setting comes from the environment (storage.config.Settings, plus the few read here)."""
 from __future__ import annotations
 
 import argparse
@@ -18,10 +18,10 @@ import subprocess
 import sys
 import urllib.request
 
-from webapp import runstore
-from webapp.config import Settings
-from webapp.db import migrate, session_factory
-from workers.celery_app import QUEUES
+from storage import runstore
+from storage.config import Settings
+from storage.db import migrate, session_factory
+from storage.queue import QUEUES
 from workers.launch import web_command, worker_command, worker_queues
 
 
@@ -71,7 +71,7 @@ def healthy(kind: str, settings: Settings, port: int) -> bool:
 
 def build_parser() -> argparse.ArgumentParser:
     env = os.environ
-    parser = argparse.ArgumentParser(prog="python -m webapp")
+    parser = argparse.ArgumentParser(prog="python -m service")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("migrate", help="upgrade the database schema")
     serve = commands.add_parser("serve", help="migrate, then serve with one embedded worker")

@@ -1,9 +1,9 @@
-"""Alembic environment: the URL comes from webapp.db.migrate(), or from the environment (Settings) on the CLI."""
+"""Alembic environment: the URL comes from storage.db.migrate(), or from the environment (Settings) on the CLI."""
 from alembic import context
 
-from webapp.config import Settings
-from webapp.db import make_engine
-from webapp.models import Base
+from storage.config import Settings
+from storage.db import make_engine
+from storage.models import Base
 
 url = context.config.attributes.get("database_url") or Settings.from_env().database_url
 engine = make_engine(url)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 
-from engine.sandbox import MODES as ISOLATION_MODES
+from contract.vocab import ISOLATION_MODES
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,0 +1,1004 @@
+"""The report as types: one pydantic model per section, the single definition of docs/report-schema.md.
+
+The engine builds its empty and failed reports from these models, the parent validates what the child wrote
+(engine/job.py), storage validates what it stores and upgrades old reports on read (storage's run store), and
+``python -m contract.docs`` generates docs/report-schema.json and docs/report-schema.md from them.
+
+Unknown keys are rejected (``extra="forbid"``) and types are strict: a field that is written but not declared
+here, or declared with another type, fails validation with its path, so the documented contract and what the
+engine writes cannot drift apart. Every field has a default where the value can be unknown (a job that failed
+early), so a validated report always carries every key, null where nothing was recorded.
+"""
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contract.vocab import CONFIGS, DEVICES, FAILURE_KINDS, GRAPH_KINDS, ISOLATION_MODES, STAGES
+
+# v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
+# rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded
+# on read (upgrade()).
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+VERSION_HISTORY = {
+    1: "the first version: keys could be absent (an empty section was `{}`; `grad_*` errors only when training; "
+       "early engines wrote no sandbox limits into `request`).",
+    2: "the same fields, typed by contract/report.py: every key of every object is present (null where nothing "
+       "was recorded) and unknown keys are rejected; the job's report is validated where it enters the parent "
+       "and where it is stored. A v1 report is upgraded on read: its absent keys get the v2 defaults, absent "
+       "request limits become null.",
+}
+
+ConfigName = Literal[tuple(CONFIGS)]
+StageName = Literal[STAGES]
+FailureKind = Literal[tuple(FAILURE_KINDS)]
+GraphKind = Literal[GRAPH_KINDS]
+Device = Literal[DEVICES]
+Shape = Union[list[Union[int, str]], list[list[Union[int, str]]], None]
+DType = Union[str, list[str], None]
+OpHistogram = dict[str, int]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+
+
+# --- graphs, shared by every stage -----------------------------------------------------------------------------
+
+class ModuleFrame(Model):
+    """One entry of a node's `nn_module_stack`."""
+
+    path: str
+    """attribute path of the module, e.g. `layers.0.attn`"""
+    type: str
+    """the module's class (qualified name)"""
+
+
+class JointMarks(Model):
+    """Joint graph nodes (AOT): how the partitioner treated the node."""
+
+    saved: bool
+    """saved for backward"""
+    recomputed: bool
+    """recomputed in the backward instead of saved"""
+    backward: bool
+    """part of the backward (depends on a tangent)"""
+
+
+class SavedMarks(Model):
+    """Forward graph nodes (AOT)."""
+
+    saved: bool
+    """saved for backward"""
+
+
+class KernelMarks(Model):
+    """Post-grad graph nodes (Inductor)."""
+
+    kernel: str | None
+    """the kernel the node was fused into; null: a library call or no code"""
+
+
+class RewrittenMarks(Model):
+    """Nodes of the graph before functionalization (AOT) that functionalization rewrites."""
+
+    rewritten: Literal["in-place", "view"]
+    """a mutating op or a view"""
+
+
+class InputMutationMarks(Model):
+    """In-place nodes of the functionalized graph (AOT)."""
+
+    input_mutation: bool
+    """the node writes a result back into a mutated input"""
+
+
+class Node(Model):
+    """One FX node."""
+
+    name: str
+    """FX node name, unique in its graph"""
+    op: Literal["placeholder", "call_function", "call_method", "call_module", "get_attr", "output"]
+    target: str
+    """`"torch.sin"`, `"_operator.mul"`, `"aten.addmm.default"`, a method or module name"""
+    args: list[str]
+    """names of the nodes this node reads: the graph's edges"""
+    shape: Shape = None
+    """of its value (a list per output for multi-output nodes; symbolic sizes as strings, e.g. `"s0"`)"""
+    dtype: DType = None
+    """of its value (a list for multi-output nodes; `int`, `SymInt`, ... for scalars)"""
+    file: str | None = None
+    """the innermost frame of the user's file behind the node"""
+    line: int | None = None
+    code: str | None = None
+    module_stack: list[ModuleFrame] = []
+    """`nn_module_stack`, outermost first"""
+    original_aten: str | None = None
+    """(AOT/post-grad) the ATen op this node was decomposed from"""
+    marks: Union[JointMarks, SavedMarks, KernelMarks, RewrittenMarks, InputMutationMarks, None] = None
+    """stage-specific flags, one shape per kind of graph (below); null where the stage marks nothing"""
+
+
+class Graph(Model):
+    """A captured FX graph (Dynamo, AOTAutograd, post-grad, functionalization)."""
+
+    compile_id: str | None
+    """torch's compile id (`"0/0"`, `"1/0"`, `"0/1"`: frame / recompile; `"0/0_1"` a restarted attempt)"""
+    kind: GraphKind | None = None
+    """null for Dynamo graphs"""
+    nodes: list[Node]
+    num_nodes: int
+    code: str
+    """readable Python (with shapes)"""
+    ops: OpHistogram
+    """histogram of call_function targets, `{"aten.mul": 3, ...}`"""
+
+
+class Frame(Model):
+    """A frame of the user's code."""
+
+    file: str
+    line: int
+    func: str
+    code: str
+
+
+class SourceLine(Model):
+    """A line of the user's file."""
+
+    file: str | None
+    line: int
+    code: str | None
+    func: str | None = None
+
+
+# --- dynamo ----------------------------------------------------------------------------------------------------
+
+class GraphBreak(Model):
+    """A graph break, deduplicated by (file, line, reason)."""
+
+    reason: str
+    explanation: str
+    hints: list[str]
+    doc_url: str | None
+    file: str | None
+    line: int | None
+    code: str | None
+    count: int
+    """occurrences"""
+    compile_ids: list[str | None]
+    user_stack: list[Frame]
+    text: str
+    """torch's full message (at most 6000 characters)"""
+
+
+class Guards(Model):
+    compile_id: str | None
+    text: str
+    """the guard tree of the compiled frame"""
+    count: int | None = None
+    """torch's own guard count for the frame (CompilationMetrics `guard_count`; null if torch did not report it):
+    the number every page shows, summed in `summary.counts.guards`"""
+
+
+class FailedGuard(Model):
+    """One cache entry Dynamo rejected before it recompiled, and why, as clean text."""
+
+    compile_id: str | None
+    """the compile whose guards failed"""
+    guard: str
+    """e.g. `"tensor 'x' size mismatch at index 0. expected 4, actual 6"` or `"scale == 2.0"`"""
+    location: str | None = None
+    """torch's `file:line in func` comment on the guard (torch may shorten the file name)"""
+    user_line: Frame | None = None
+    """the user's line behind the guard, where torch gave a stack"""
+
+
+class DynamicDim(Model):
+    """A dimension (or scalar) that became dynamic in this compile (automatic dynamic shapes)."""
+
+    symbol: str | None
+    """torch's symbol, e.g. `"s77"`"""
+    source: str
+    """Dynamo's spelling of where it comes from, e.g. `"L['x'].size()[0]"`"""
+    value: str | None
+    """the value seen by the call that compiled"""
+    text: str
+    """in words, e.g. "Dimension 0 of x became dynamic (symbol s77, 6 in this call): ..." """
+
+
+class Recompile(Model):
+    """One recompile, by the compile id it created."""
+
+    compile_id: str | None
+    reason: str
+    """the reasons joined, e.g. `"0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"`"""
+    reasons: list[str]
+    """one per rejected cache entry: `"<compile id>: <failed guard>"`"""
+    failed_guards: list[FailedGuard] = []
+    call_index: int | None = None
+    """the index into `example_inputs` of the call that triggered it (null when unknown, e.g. a loaded log)"""
+    dynamic_dims: list[DynamicDim] = []
+    """dimensions that became dynamic in this compile (not those dynamic since an earlier one)"""
+    text: str | None = None
+    """the whole recompile in words: which call, which guards failed, what became dynamic"""
+    function: str | None = None
+    where: str | None = None
+
+
+class Bytecode(Model):
+    compile_id: str | None
+    name: str
+    file: str
+    line: int
+    original: str
+    """dis text"""
+    transformed: str
+    """dis text of Dynamo's bytecode"""
+    decompiled: str | None
+    """Dynamo's bytecode as Python (depyf); null without depyf"""
+    decompile_error: str | None = None
+
+
+class DynamoSummary(Model):
+    graph_count: int = 0
+    graph_break_count: int = 0
+    """occurrences"""
+    unique_graph_breaks: int = 0
+    recompile_count: int = 0
+    op_count: int = 0
+
+
+class Dynamo(Model):
+    """TorchDynamo: what it captured, where it broke the graph, its guards and recompiles."""
+
+    graphs: list[Graph] = []
+    """every captured FX graph (no kind)"""
+    graph_breaks: list[GraphBreak] = []
+    guards: list[Guards] = []
+    recompiles: list[Recompile] = []
+    bytecode: list[Bytecode] = []
+    summary: DynamoSummary = Field(default_factory=DynamoSummary)
+
+
+# --- aot -------------------------------------------------------------------------------------------------------
+
+class Partition(Model):
+    compile_id: str | None
+    saved: list[str]
+    """values saved for backward (backward placeholders other than tangents)"""
+    recomputed: list[str]
+    """forward ops the backward recomputes"""
+    forward_nodes: int
+    backward_nodes: int
+
+
+class Rewrite(Model):
+    op: str
+    kind: Literal["in-place", "view"]
+    count: int
+    lines: list[int]
+    """the user's lines"""
+
+
+class InputMutation(Model):
+    node: str
+    """the `copy_` write-back node in the functionalized graph"""
+    input: str
+    """the mutated input it writes into"""
+
+
+class Functionalization(Model):
+    """Per Dynamo graph: the ATen graph before and after functionalization."""
+
+    compile_id: str | None
+    before: Graph
+    """kind `aten`; mutating/view nodes have `marks.rewritten`"""
+    after: Graph
+    """kind `functional`"""
+    rewritten: list[Rewrite]
+    input_mutations: list[InputMutation]
+    remaining_inplace: list[str]
+    """should be empty"""
+
+
+class Decomposition(Model):
+    compile_id: str | None
+    map: dict[str, OpHistogram]
+    """what each ATen op became, `{"aten.gelu": {"aten.erf": 2, "aten.mul": 4}}`; empty under aot_eager (no
+    decomposition table)"""
+    histogram_before: OpHistogram = {}
+    """ATen ops before decomposition (the functionalized graph)"""
+    histogram_after: OpHistogram
+    """forward/inference"""
+    histogram_after_backward: OpHistogram
+
+
+class Aot(Model):
+    """AOTAutograd: joint, forward, backward and inference graphs, the partition, functionalization, decompositions.
+
+    Graph kinds: `joint`, `forward`, `backward`, `inference`. Joint nodes have `marks: {saved, recomputed,
+    backward}`; forward nodes `marks: {saved}`."""
+
+    graphs: list[Graph] = []
+    partitions: list[Partition] = []
+    functionalization: list[Functionalization] = []
+    decompositions: list[Decomposition] = []
+
+
+# --- inductor --------------------------------------------------------------------------------------------------
+
+class IrText(Model):
+    compile_id: str | None
+    kind: GraphKind | None
+    text: str
+
+
+class SchedulerNode(Model):
+    type: str
+    writes: list[str]
+    origins: list[str]
+
+
+class FusedGroup(Model):
+    name: str
+    members: list[str]
+
+
+class Scheduler(Model):
+    compile_id: str | None
+    kind: GraphKind
+    nodes: dict[str, SchedulerNode]
+    """by scheduler node name (`op0`, ...)"""
+    groups: list[FusedGroup]
+
+
+class FusionDecision(Model):
+    compile_id: str | None
+    kind: GraphKind | None
+    action: Literal["fused", "not_fused"]
+    first: str
+    """scheduler node, like `op0_op1`"""
+    second: str
+    reason: str | None
+    count: int
+    first_ops: list[str]
+    """the post-grad nodes behind `first`"""
+    second_ops: list[str]
+
+
+class Kernel(Model):
+    name: str
+    language: Literal["triton", "cpp", "cuda", "halide"]
+    compile_id: str | None
+    graph_kind: GraphKind
+    source: str
+    source_nodes: list[str]
+    """the post-grad nodes fused into it"""
+    aten_ops: list[str]
+    source_lines: list[SourceLine]
+    bytes_accessed: int | None
+    writes: list[str]
+    """buffers it writes"""
+    provenance: Literal["source-node comment", "provenance tracking", "buffer writes"] | None
+    """where `source_nodes` came from"""
+
+
+class OutputCode(Model):
+    compile_id: str | None
+    kind: GraphKind
+    code: str
+    """the full generated Python wrapper with kernels"""
+
+
+class LibraryCall(Model):
+    """Calls from one output code to a library kernel rather than a generated one."""
+
+    compile_id: str | None
+    graph_kind: GraphKind
+    name: str
+    """`extern_kernels.mm`, `extern_kernels.addmm`, `aten.<op>.<overload>` (ATen fallbacks)"""
+    count: int
+
+
+class InductorMetrics(Model):
+    kernel_count: int = 0
+    """the generated kernels (= `summary.counts.generated_kernels`)"""
+    generated_kernel_count: int | None = None
+    """torch's process-wide counter (`torch._inductor.metrics`; it also counts kernels of compiles not recorded
+    in this report): not a count to show"""
+    num_bytes_accessed: int | None = None
+
+
+class Inductor(Model):
+    """TorchInductor (only filled when an Inductor config was requested): post-grad graphs, scheduler IR, fusion,
+    generated kernels and output code.
+
+    Post-grad graphs have kind `forward`/`backward`/`inference`; each node has `marks.kernel`."""
+
+    post_grad_graphs: list[Graph] = []
+    ir_pre_fusion: list[IrText] = []
+    """Inductor's scheduler IR before fusion"""
+    ir_post_fusion: list[IrText] = []
+    scheduler: list[Scheduler] = []
+    fusion_decisions: list[FusionDecision] = []
+    kernels: list[Kernel] = []
+    library_calls: list[LibraryCall] = []
+    output_code: list[OutputCode] = []
+    metrics: InductorMetrics = Field(default_factory=InductorMetrics)
+    perf_hints: list[str] = []
+    """Inductor's performance hints"""
+
+
+# --- runtime ---------------------------------------------------------------------------------------------------
+
+class CompileSeconds(Model):
+    """Seconds per stage of a compile, summed over compile ids. Exclusive: the six stages add up to `total` (to
+    rounding). From torch's compilation metrics, which nest (entire frame > backend > inductor > code generation):
+    each stage is its own time minus the one inside it. Reports stored before this had no `other` and counted the
+    backward's Inductor time twice (in `inductor`/`codegen` and in `backward`): the pages show their forward Inductor
+    and code generation as one stage."""
+
+    dynamo: float | None = None
+    """entire frame - backend: tracing, guards, bytecode"""
+    aot_autograd: float | None = None
+    """backend - inductor: AOTAutograd, with Inductor's pre-grad and joint-graph passes"""
+    inductor: float | None = None
+    """inductor - code generation (forward/inference): lowering, scheduling"""
+    codegen: float | None = None
+    """code generation and kernel compilation (forward/inference)"""
+    backward: float | None = None
+    """the whole lazy backward compile, at the first `.backward()` (its own metrics entry)"""
+    other: float | None = None
+    """compile work outside those: Triton autotuning at the first run (`compilation_metrics_runtime`)"""
+    total: float | None = None
+    """the sum of the six"""
+
+
+class CacheCount(Model):
+    """Lookups of one graph cache during a compile, from torch's counters."""
+
+    hits: int
+    misses: int
+    bypasses: int | None = None
+    state: str | None = None
+    """why there were none, e.g. the cache was off during the recorded compile"""
+
+
+class KernelCacheCount(Model):
+    """Kernel binaries, measured (torch counts no on-disk kernel-cache hits): binaries written to the job's cache
+    folders (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR: `.so`, `.cubin`, `.hsaco`) during the compile are misses,
+    at most one per generated kernel; the other generated kernels are hits."""
+
+    hits: int
+    misses: int
+    generated: int
+    """kernels the compile's output code defines"""
+    binaries_written: int
+    state: str | None = None
+
+
+class CompileCaches(Model):
+    fx_graph: CacheCount
+    """Inductor's FX graph cache (`fxgraph_cache_*` counters)"""
+    aot_autograd: CacheCount
+    """AOTAutograd's cache (`autograd_cache_*` counters)"""
+    kernels: KernelCacheCount
+
+
+class ColdCompile(Model):
+    """The recorded compile: the job's new, empty cache folders, graph caches off (to see IR and fusion)."""
+
+    seconds: CompileSeconds
+    caches: CompileCaches
+
+
+class WarmCompile(Model):
+    """The same model and config compiled again in a fresh process (`python -m engine.warm JOB_DIR CONFIG OUT`,
+    spawned by the child in the job's folder and sandbox, every cache at torch's defaults; on CPU with the recorded
+    compile's kernel-profile names, so its kernel binaries can be found)."""
+
+    status: Literal["ok", "failed", "skipped"]
+    reason: str | None = None
+    """why it failed or was skipped"""
+    config: ConfigName | None = None
+    seconds: CompileSeconds | None = None
+    caches: CompileCaches | None = None
+    wall_seconds: float | None = None
+    """the process's whole life, its start and torch's import included"""
+
+
+class CompileCache(Model):
+    """Cold vs warm, when an Inductor config was recorded (all null otherwise)."""
+
+    cold: ColdCompile | None = None
+    warmup: WarmCompile | None = None
+    """first fresh process: finds the kernel binaries the recorded compile left but empty graph caches, and fills
+    them"""
+    warm: WarmCompile | None = None
+    """second fresh process: every cache filled, what the user's next run of the script costs"""
+
+
+class CompileMetrics(Model):
+    """A summary of torch's CompilationMetrics for one compile id (null where this torch did not record it)."""
+
+    compile_id: str | None = None
+    frame_key: str | None = None
+    co_name: str | None = None
+    co_filename: str | None = None
+    co_firstlineno: int | None = None
+    cache_size: int | None = None
+    graph_op_count: int | None = None
+    graph_node_count: int | None = None
+    entire_frame_compile_time_s: float | None = None
+    backend_compile_time_s: float | None = None
+    inductor_compile_time_s: float | None = None
+    code_gen_time_s: float | None = None
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    cudagraph_skip_reason: str | None = None
+    guard_count: int | None = None
+    restart_reasons: list[str] | None = None
+    dynamo_time_before_restart_s: float | None = None
+    has_guarded_code: bool | None = None
+
+
+class TimelineSpan(Model):
+    """A span of the compile, from the trace's chromium events."""
+
+    name: str | None
+    compile_id: str | None
+    start_ms: float
+    """since the first event"""
+    dur_ms: float
+    depth: int
+
+
+class Timing(Model):
+    method: Literal["perf_counter", "cuda_events"] | None = None
+    statistic: str | None = None
+    step: str | None = None
+
+
+class CudaGraphs(Model):
+    status: Literal["used", "skipped", "not_applicable", "not_requested"] | None = None
+    """null only before the ladder ran"""
+    reason: str | None = None
+
+
+class Benchmark(Model):
+    """One config of the ladder. The timing fields are null when the config failed."""
+
+    config: ConfigName
+    label: str
+    backend: str | None
+    mode: str | None
+    status: Literal["ok", "failed"]
+    error: str | None
+    first_call_ms: float | None = None
+    """the first call, compile included"""
+    median_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    min_ms: float | None = None
+    reps: int | None = None
+    warmup_reps: int | None = None
+    method: Literal["perf_counter", "cuda_events"] | None = None
+    speedup_vs_eager: float | None = None
+    max_abs_error: float | None = None
+    """max |out - ref| over all output tensors, against plain eager on the same inputs"""
+    max_rel_error: float | None = None
+    """max_abs_error / max |ref| (norm-wise)"""
+    grad_max_abs_error: float | None = None
+    """the same over parameter gradients; null when not training"""
+    grad_max_rel_error: float | None = None
+    gpu_busy_ms: float | None = None
+    """GPU kernel time per step (profiler); null on CPU"""
+    cudagraphs: CudaGraphs
+
+
+class KernelProfileRow(Model):
+    """Per step, from the profiler (on CPU generated kernels appear as `graph_N_<kernel>`)."""
+
+    name: str
+    kernel: str | None
+    """the generated kernel this row is, if it is one"""
+    generated: bool
+    calls: int
+    total_ms: float
+    share: float
+
+
+class Runtime(Model):
+    """Compile time per stage, the compile timeline, the benchmark ladder, per-kernel times, CUDA graphs.
+
+    Errors are measured against plain eager on the same inputs: `max_abs_error = max|out - ref|` over all output
+    tensors, `max_rel_error = max_abs_error / max|ref|` (norm-wise, so values near zero do not blow it up); the
+    `grad_*` fields do the same over parameter gradients when training.
+
+    Timing: warm-up (at least 3 steps and 0.2 s), then enough repetitions for about 1 s on CPU (0.5 s on GPU), at
+    least 10; each repetition times one step alone (gradients are cleared outside the timed region); on GPU with a
+    pair of CUDA events per step and one synchronize at the end; under reduce-overhead
+    `cudagraph_mark_step_begin()` precedes each step. A step is one call per example input set (plus backward
+    when training). Our garbage is frozen (`gc.freeze`) and the structured trace detached before timing, so
+    neither costs the user's numbers."""
+
+    compile_seconds: CompileSeconds = Field(default_factory=CompileSeconds)
+    """the recorded compile's"""
+    compile_cache: CompileCache = Field(default_factory=CompileCache)
+    compile_metrics: list[CompileMetrics] = []
+    compile_timeline: list[TimelineSpan] = []
+    recorded_config: ConfigName | None = None
+    """which config was recorded in full"""
+    first_call_ms: float | None = None
+    """the recorded config's first call (compile included)"""
+    timing: Timing = Field(default_factory=Timing)
+    benchmarks: list[Benchmark] = []
+    """per config, in ladder order"""
+    cudagraphs: CudaGraphs = Field(default_factory=CudaGraphs)
+    """for the reduce-overhead config"""
+    kernel_profile: list[KernelProfileRow] = []
+    job_seconds: float | None = None
+    """wall time of the whole job, as the parent saw it"""
+
+
+# --- top level -------------------------------------------------------------------------------------------------
+
+class Counts(Model):
+    """The report's counts: one name each, the same in the CLI, the API's run summary and the pages (labels:
+    contract/counts.py)."""
+
+    dynamo_graphs: int
+    """FX graphs Dynamo captured"""
+    graph_breaks: int
+    """graph breaks as they occurred"""
+    unique_graph_breaks: int
+    """distinct graph breaks (file, line, reason)"""
+    recompiles: int
+    """compiles of a frame after its first"""
+    guards: int | None
+    """guards over all compiled frames (torch's count per frame, summed); null if torch did not report one"""
+    aot_graphs: int
+    """graphs AOTAutograd produced (joint, forward, backward, inference)"""
+    generated_kernels: int
+    """kernels Inductor generated (definitions in the output code)"""
+    library_calls: int
+    """calls to library kernels (extern mm/addmm, ATen fallbacks)"""
+
+
+class Summary(Model):
+    """The one owner of every count: computed once at the end of the job (contract.counts.summarize, called by
+    engine/child.py); the CLI, the API and the pages read it and never recount."""
+
+    counts: Counts | None = None
+    """null in a report stored before the engine wrote counts (storage then computes them with the same function)"""
+    kernel_names: list[str] = []
+    """generated kernels, the first 20"""
+    library_call_names: dict[str, int] = {}
+    """`{"extern_kernels.mm": 2, ...}`"""
+
+
+class LogParser(Model):
+    """A reader of torch's logs and what it declared it reads (engine/logtap.py registry)."""
+
+    name: str
+    trace_events: list[str]
+    artifacts: list[str]
+
+
+class MalformedSample(Model):
+    kind: str
+    source: str
+    """the event, artifact, reader or file it came from"""
+    reason: str
+    text: str
+    """the start of the record"""
+
+
+class Malformed(Model):
+    """Log records that could not be read, counted instead of dropped. Kinds: `trace_json` (a payload that must
+    be JSON, or starts as JSON, and does not decode: torch writes plain-string payloads as they are even under
+    `encoding: "json"`, and those are read as text), `handler_error` (a record that broke the tap's handler),
+    `log_format` (a TORCH_LOGS message whose formatting failed), `set_logs` (the artifacts could not be narrowed
+    after the recorded compile); read back from files also `trace_line` and `log_line` (lines that are no
+    record)."""
+
+    count: int = 0
+    by_kind: dict[str, int] = {}
+    samples: list[MalformedSample] = []
+    """the first 20"""
+
+
+class Logs(Model):
+    """What the log tap switched on and read. Each parser declares the trace events and TORCH_LOGS artifacts it
+    reads; only declared artifacts are enabled, and after the recorded compile only those the benchmark ladder
+    reads (CUDA-graph reasons)."""
+
+    artifacts_enabled: list[str] = []
+    artifacts_unknown: list[str] = []
+    """declared but unknown to this torch"""
+    parsers: list[LogParser] = []
+    records: dict[str, int] = {}
+    """records seen per trace event and per artifact"""
+    malformed: Malformed = Field(default_factory=Malformed)
+
+
+class Failure(Model):
+    stage: StageName
+    kind: FailureKind
+    message: str
+    file: str | None = None
+    line: int | None = None
+    """the user's line where there is one"""
+    traceback: str = ""
+
+
+class Request(Model):
+    """The request and the limits this job ran under (docs/security.md)."""
+
+    code: str
+    filename: str
+    device: Device
+    train: bool | None
+    """null: the user's file decides"""
+    configs: list[ConfigName]
+    time_limit_s: float
+    memory_limit_mb: int | None
+    """null for CUDA jobs"""
+    cpu_time_limit_s: float | None
+    """this and the limits below are null only in reports upgraded from v1 engines that had no such limit"""
+    process_limit: int | None
+    open_files_limit: int | None
+    file_size_limit_mb: int | None
+    output_limit_mb: int | None
+    train_effective: bool | None = None
+    """whether the job trained (null until the file was loaded)"""
+
+
+class Source(Model):
+    """The user's file as run."""
+
+    filename: str = "model.py"
+    code: str = ""
+
+
+class Environment(Model):
+    """Where the job ran (null until the child has loaded torch; the CUDA fields are null on CPU)."""
+
+    torch_version: str | None = None
+    triton_version: str | None = None
+    python_version: str | None = None
+    platform: str | None = None
+    device: Device | None = None
+    device_name: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | None = None
+    num_threads: int | None = None
+    cuda_version: str | None = None
+    gpu_memory_gb: float | None = None
+    compute_capability: str | None = None
+
+
+class Caches(Model):
+    """The compile caches during the recorded compile."""
+
+    state: Literal["cold"] | None = None
+    """cold: each job has a new kernel cache folder"""
+    inductor_cache_dir_was_empty: bool | None = None
+    fx_graph_cache_during_capture: bool | None = None
+    """false: graph caches would hide IR, fusion and post-grad graphs"""
+    autograd_cache_during_capture: bool | None = None
+    note: str | None = None
+
+
+class Stage(Model):
+    """A finished pipeline stage."""
+
+    name: StageName
+    seconds: float
+    config: ConfigName | None = None
+    """dynamo, aot, inductor, benchmark: the config"""
+    median_ms: float | None = None
+    """benchmark"""
+    status: Literal["ok", "failed"] | None = None
+    """benchmark"""
+
+
+class UserOutput(Model):
+    """The tail (64 KiB) of what the user's code printed."""
+
+    stdout: str = ""
+    stderr: str = ""
+    truncated: bool = False
+
+
+class IsolationLimits(Model):
+    time_limit_s: float | None = None
+    cpu_time_limit_s: float | None = None
+    memory_limit_mb: int | None = None
+    process_limit: int | None = None
+    open_files_limit: int | None = None
+    file_size_limit_mb: int | None = None
+    output_limit_mb: int | None = None
+
+
+class IsolationEnforcement(Model):
+    """What enforces each limit: `"RLIMIT_CPU"`, `"parent (wall clock)"`, `"not enforced ..."`."""
+
+    time_limit_s: str | None = None
+    cpu_time_limit_s: str | None = None
+    memory_limit_mb: str | None = None
+    process_limit: str | None = None
+    open_files_limit: str | None = None
+    file_size_limit_mb: str | None = None
+    output_limit_mb: str | None = None
+
+
+class Isolation(Model):
+    """Written by the parent, never the child (docs/security.md)."""
+
+    mode: Literal[ISOLATION_MODES] | None = None
+    network: str | None = None
+    filesystem: str | None = None
+    user: str | None = None
+    shared_pch: bool | None = None
+    """the trusted precompiled header was bound read-only"""
+    limits: IsolationLimits = Field(default_factory=IsolationLimits)
+    enforced_by: IsolationEnforcement = Field(default_factory=IsolationEnforcement)
+
+
+class Unavailable(Model):
+    """A capture this torch could not make (e.g. `dynamo.decompiled_bytecode` without depyf)."""
+
+    name: str
+    reason: str
+
+
+class ErrorEntry(Model):
+    """A non-fatal error (e.g. one benchmark config failed)."""
+
+    stage: str
+    """a stage name, or `benchmark:<config>`"""
+    message: str
+    traceback: str | None = None
+
+
+class Report(Model):
+    """One JSON document per job, written by the engine (`engine/child.py`, via `engine/report.py`) and read by
+    the workers, the database and the pages. It is the one contract between them. Rules:
+
+    - Adding a field keeps the version; removing or renaming one, or changing its meaning, bumps
+      `contract.report.SCHEMA_VERSION` and adds an upgrade from the old version (contract/README.md).
+    - Every key of every object is present in a validated report, even on failure, null where nothing was
+      recorded; lists may be empty. Unknown keys are rejected.
+    - Private torch hooks are guarded: a capture that this torch version cannot make leaves an entry in
+      `unavailable` instead of failing the job.
+    - Compile ids are torch's own (`"0/0"`, `"1/0"`, `"0/1"`: frame / recompile), `"0/0_1"` for a restarted
+      attempt (Dynamo restarted its analysis of the frame, e.g. after a graph break). One type reads and writes
+      them, `contract.compile_id.CompileId` (frame_id, frame_compile_id, attempt; it parses `0/0`, `0/0_1` and
+      the log prefixes `[0/0]`, `[0/0_1]`): every `compile_id` is written in its canonical spelling, with the
+      attempt where the source knew it, and joins between sections (graphs, guards, breaks, AOT graphs, kernels)
+      match on `CompileId.compile_key` = (frame, frame compile id), so the pieces of a restarted compile meet
+      whatever attempt each was recorded under (a graph break is seen in attempt 0, its graph in attempt 1)."""
+
+    schema_version: Literal[SCHEMA_VERSION] = SCHEMA_VERSION
+    """the version of this contract the report follows (see Versions)"""
+    status: Literal["running", "ok", "failed"]
+    """`running` only in the partial report the child saves between stages"""
+    failure: Failure | None = None
+    """why the job stopped; null when it finished"""
+    request: Request
+    source: Source = Field(default_factory=Source)
+    environment: Environment = Field(default_factory=Environment)
+    caches: Caches = Field(default_factory=Caches)
+    summary: Summary = Field(default_factory=Summary)
+    logs: Logs = Field(default_factory=Logs)
+    stages: list[Stage] = []
+    """finished pipeline stages, in order"""
+    dynamo: Dynamo = Field(default_factory=Dynamo)
+    aot: Aot = Field(default_factory=Aot)
+    inductor: Inductor = Field(default_factory=Inductor)
+    runtime: Runtime = Field(default_factory=Runtime)
+    user_output: UserOutput = Field(default_factory=UserOutput)
+    isolation: Isolation = Field(default_factory=Isolation)
+    """written by the parent, never the child"""
+    unavailable: list[Unavailable] = []
+    """captures this torch could not make"""
+    errors: list[ErrorEntry] = []
+    """non-fatal errors (e.g. one benchmark config failed)"""
+
+
+SECTIONS = tuple(Report.model_fields)
+
+
+# --- reading: version check, upgrade, validation ---------------------------------------------------------------
+
+class ReportError(ValueError):
+    """A report this pt2scope cannot read; the message says why (and where)."""
+
+
+class ReportVersionError(ReportError):
+    pass
+
+
+class InvalidReport(ReportError):
+    def __init__(self, path: str, why: str, more: int = 0):
+        self.path, self.why = path, why
+        super().__init__(f"{path}: {why}" + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""))
+
+
+_LIMITS_ADDED_IN_V1 = ("cpu_time_limit_s", "process_limit", "open_files_limit", "file_size_limit_mb",
+                       "output_limit_mb")
+
+
+def _upgrade_v1(report: dict) -> dict:
+    """v1 -> v2: no field was renamed or removed. v1 left keys out where v2 has them null (validation fills those
+    in from the v2 defaults), and early v1 engines wrote no sandbox limits into the request: they become null."""
+    upgraded = {**report, "schema_version": 2}
+    if isinstance(report.get("request"), dict):
+        upgraded["request"] = {**{name: None for name in _LIMITS_ADDED_IN_V1}, **report["request"]}
+    return upgraded
+
+
+UPGRADES = {1: _upgrade_v1}  # from version N to N + 1
+
+
+def check_version(report) -> int:
+    """The report's schema_version, if this pt2scope reads it; else ReportVersionError saying why."""
+    if not isinstance(report, dict):
+        raise ReportError(f"a report is a JSON object, not {type(report).__name__}")
+    version = report.get("schema_version")
+    if version is None:
+        raise ReportVersionError("the report has no schema_version: not a pt2scope report")
+    if type(version) is not int or version not in READABLE_VERSIONS:
+        newer = type(version) is int and version > SCHEMA_VERSION
+        raise ReportVersionError(
+            f"report schema_version {version!r} is not one this pt2scope reads "
+            f"({', '.join(map(str, READABLE_VERSIONS))})"
+            + (": it was written by a newer pt2scope; upgrade this one to read it" if newer else ""))
+    return version
+
+
+def upgrade(report: dict) -> dict:
+    """An old report (any readable version) as the current version's dict, not yet validated."""
+    version = check_version(report)
+    while version < SCHEMA_VERSION:
+        report = UPGRADES[version](report)
+        version += 1
+    return report
+
+
+def validate_report(report) -> Report:
+    """Check the version, upgrade, and validate; raises ReportError (InvalidReport names the field's path)."""
+    try:
+        return Report.model_validate(upgrade(report))
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+def checked_report(report) -> dict:
+    """``report`` validated and upgraded to the current version, as plain JSON data with every key present."""
+    return validate_report(report).model_dump()
+
+
+def _invalid(exc: ValidationError) -> InvalidReport:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    return InvalidReport(field_path(first["loc"]), first["msg"], len(errors) - 1)
+
+
+_UNION_TAGS = {name for name, value in globals().items() if isinstance(value, type) and issubclass(value, BaseModel)}
+
+
+def field_path(loc: tuple) -> str:
+    """A pydantic error location as a path into the report: ``runtime.benchmarks[0].median_ms``. Union member
+    tags that pydantic puts in the location (``JointMarks``, ``list[int]``) are not keys and are left out."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in _UNION_TAGS or any(c in part for c in "[]|, "):
+            continue
+        else:
+            path += f".{part}" if path else part
+    return path or "(the report)"
