@@ -156,6 +156,23 @@ def test_a_restarted_frames_graph_code_and_breaks_meet(explore):
     assert report["summary"]["counts"]["graph_breaks"] == 2 and report["summary"]["counts"]["unique_graph_breaks"] == 2
 
 
+def test_graph_breaks_kernels_under_inductor_meet_their_graphs_and_lines(explore):
+    """The false reading of issue 9: with the frames restarted ("0/0_1"), the kernels (compile ids from the trace)
+    missed their post-grad graphs (from the compile context), so their nodes and the user's lines were lost."""
+    report = explore("graph_break", ["eager", "inductor_default"])
+    assert report["status"] == "ok", report["failure"]
+    inductor = report["inductor"]
+    kernels = inductor["kernels"]
+    post_grad = [g["compile_id"] for g in inductor["post_grad_graphs"]]
+    assert post_grad == ["0/0_1", "1/0_1", "2/0"] and {k["compile_id"] for k in kernels} == set(post_grad)
+    assert all(k["source_nodes"] and k["aten_ops"] and k["source_lines"] for k in kernels)
+    assert [reportview.graph_id_of_kernel(inductor, k) for k in kernels] == [
+        f"postgrad-{post_grad.index(k['compile_id'])}" for k in kernels]
+    marked = {n["marks"]["kernel"] for g in inductor["post_grad_graphs"] for n in g["nodes"] if n["marks"]}
+    assert {k["name"] for k in kernels} <= marked
+    assert report["summary"]["counts"]["generated_kernels"] == len(kernels)
+
+
 # --- compile times that add up -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["mlp_train_bf16", "seed_default", "graph_break"])
@@ -223,7 +240,7 @@ def test_cold_and_warm_compiles_of_the_seed_with_cache_hits_per_stage(seed):
     assert warmup["caches"]["fx_graph"]["misses"] >= 1 and warmup["caches"]["aot_autograd"]["misses"] >= 1
     assert warm["caches"]["fx_graph"]["hits"] >= 1 and warm["caches"]["fx_graph"]["misses"] == 0
     assert warm["caches"]["aot_autograd"]["hits"] >= 1 and warm["caches"]["aot_autograd"]["misses"] == 0
-    assert warm["caches"]["kernels"] == {"hits": 1, "misses": 0, "generated": 1, "binaries_written": 0}
+    assert warm["caches"]["kernels"] == {"hits": 1, "misses": 0, "generated": 1, "binaries_written": 0, "state": None}
     assert warm["seconds"]["codegen"] < cold["seconds"]["codegen"]  # nothing left to generate or build
     stages = ("dynamo", "aot_autograd", "inductor", "codegen", "backward", "other")
     assert sum(warm["seconds"][s] for s in stages) == pytest.approx(warm["seconds"]["total"], abs=1e-3)
