@@ -103,6 +103,10 @@ def summary(report: dict) -> str:
                      f"{b.get('speedup_vs_eager') or 0:>8.2f}x{b['max_abs_error']:>13.2e}")
     if rt.get("cudagraphs", {}).get("reason"):
         lines.append(f"cuda graphs: {rt['cudagraphs']['status']}: {rt['cudagraphs']['reason']}")
+    malformed = ((report.get("logs") or {}).get("malformed") or {})
+    if malformed.get("count"):
+        lines.append(f"logs: {malformed['count']} record(s) torch wrote could not be read "
+                     f"({', '.join(f'{k} {v}' for k, v in malformed['by_kind'].items())}): see the report's logs")
     if report["unavailable"]:
         lines.append("unavailable: " + ", ".join(u["name"] for u in report["unavailable"]))
     return "\n".join(lines)
