@@ -228,10 +228,15 @@ def compile_stage_chart(runtime: dict) -> dict | None:
     totals = {"type": "scatter", "mode": "text", "showlegend": False, "y": labels,
               "x": [run["seconds"]["total"] for run in runs], "textposition": "middle right",
               "text": [f"{run['seconds']['total']:.2f} s" for run in runs], "hoverinfo": "skip"}
+    longest = max(run["seconds"]["total"] for run in runs)
+    # The legend (one entry per stage) sits above the plot, in its own margin, so that it covers no bar; the x range
+    # leaves room for the totals written after each bar.
     return {"data": data + [totals],
-            "layout": {"barmode": "stack", "height": 140 + 50 * len(runs), "yaxis": {"autorange": "reversed"},
-                       "xaxis": {"title": {"text": "seconds (stages are exclusive: they add up to each bar's total)"}},
-                       "margin": {"l": 250, "r": 60}}}
+            "layout": {"barmode": "stack", "height": 190 + 50 * len(runs), "yaxis": {"autorange": "reversed"},
+                       "xaxis": {"title": {"text": "seconds (stages are exclusive: they add up to each bar's total)"},
+                                 "range": [0, longest * 1.18]},
+                       "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+                       "margin": {"l": 250, "r": 30, "t": 90}}}
 
 
 def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:
