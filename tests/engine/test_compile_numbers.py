@@ -339,3 +339,18 @@ print(foreign, [a for a in artifacts_read() if log_state.is_artifact_enabled(a)]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[] ['cudagraphs', 'perf_hints']", out.stderr
+
+
+CONTEXT = {"dynamo.graph_breaks": {"user_file": "model.py"}, "dynamo.recompiles": {"user_file": "model.py"},
+           "inductor.fusion": {"scheduler": {}}}
+
+
+@pytest.mark.parametrize("name", ["seed_default", "seed_reduce_overhead", "mlp_train_bf16", "graph_break",
+                                  "recompile", "input_mutation_cudagraph_skip"])
+def test_every_registered_reader_runs_on_a_loaded_torch_2_11_log(name):
+    """The readers are plain functions over event lists: a TORCH_TRACE / TORCH_LOGS_OUT pair read back from files
+    feeds every one of them, and these recorded logs hold no record that cannot be read."""
+    log = recorded(name)
+    for parser in [p for p in logtap.PARSERS.values() if not p.name.startswith("test.")]:
+        logtap.read(log, parser.name, **CONTEXT.get(parser.name, {}))
+    assert log.summary()["malformed"] == {"count": 0, "by_kind": {}, "samples": []}
