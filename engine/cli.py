@@ -7,6 +7,7 @@ import sys
 import time
 
 from contract.counts import COUNT_LABELS
+from contract.limits import DEFAULT_LIMITS
 from engine.job import JobRequest, run_job
 from engine.report import CONFIGS, ConfigError, write_report
 from engine.sandbox import Isolation, IsolationError, check
@@ -22,7 +23,8 @@ def main(argv=None) -> int:
                                                                            " `train`)")
     explore.add_argument("--configs", default="", help=f"comma-separated subset of: {', '.join(CONFIGS)}")
     explore.add_argument("--out", help="output folder (default: a new folder named after FILE and the time)")
-    explore.add_argument("--time-limit", type=float, default=900.0, help="seconds before the job is killed")
+    explore.add_argument("--time-limit", type=float, default=DEFAULT_LIMITS.time_limit_s,
+                         help="seconds before the job is killed")
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)
 

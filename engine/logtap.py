@@ -19,8 +19,8 @@ import json
 import logging
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from contract.compile_id import CompileId, canonical
 

@@ -15,6 +15,7 @@ import re
 import torch
 
 from contract.compile_id import CompileId, compile_key
+from contract.userfile import is_user_file
 from engine import logtap
 from engine.fxgraph import op_histogram, serialize_graph
 from engine.logtap import current_compile_id
@@ -125,7 +126,7 @@ def parse_graph_breaks(events: list[dict], user_file: str) -> list[dict]:
             {"file": m["file"], "line": int(m["line"]), "func": m["func"], "code": m["code"].strip()}
             for m in _FRAME.finditer(text.split("User code traceback:", 1)[-1].split("\nTraceback", 1)[0])
         ]
-        in_user = [f for f in user_stack if f["file"] == user_file or f["file"].endswith("/" + user_file)]
+        in_user = [f for f in user_stack if is_user_file(f["file"], user_file)]
         frame = in_user[-1] if in_user else (user_stack[-1] if user_stack else {})
         file = where["file"] if where else frame.get("file")
         line = int(where["line"]) if where else frame.get("line")
@@ -236,8 +237,7 @@ def _failed_guard(block: str, user_file: str) -> dict:
     location = comment.rsplit("#", 1)[-1].strip() if "#" in comment else None
     frames = [{"file": m["file"], "line": int(m["line"]), "func": m["func"], "code": m["code"].strip()}
               for m in _FRAME.finditer(rest)]
-    in_user = [f for f in frames if f["file"] == user_file or f["file"].endswith("/" + user_file)] if user_file \
-        else frames
+    in_user = [f for f in frames if is_user_file(f["file"], user_file)] if user_file else frames
     return {"compile_id": str(cid) if cid else None, "guard": guard.strip(), "location": location,
             "user_line": (in_user or frames or [None])[-1]}
 

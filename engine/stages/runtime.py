@@ -17,8 +17,8 @@ import torch.utils._pytree as pytree
 from contract.compile_id import canonical
 from engine import logtap
 from engine.report import CONFIGS
-from engine.stages.inductor import kernel_count
 from engine.stages.base import Collector
+from engine.stages.inductor import kernel_count
 
 CPU_TARGET_SECONDS = 1.0  # time spent in timed repetitions per config on CPU
 GPU_TARGET_SECONDS = 0.5

@@ -10,14 +10,13 @@ import os
 import pytest
 
 from contract.compile_id import CompileId, canonical, compile_key
-from contract.counts import COUNTS
+from contract.counts import COUNTS, summarize
 from engine import logtap
 from engine.logtap import LoadedLog, UndeclaredInput, artifacts_read, load_trace_log
 from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the Dynamo readers
 from engine.stages import inductor as inductor_stage
 from engine.stages.dynamo import parse_recompiles
 from engine.stages.runtime import compile_seconds
-from contract.counts import summarize
 from engine.warm import cache_counts
 from tests.engine.conftest import run_code
 from webapp import reportview
