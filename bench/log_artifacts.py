@@ -31,8 +31,9 @@ tap = logtap.LogTap()
 tap.install(json.loads(sys.argv[2]) if sys.argv[2] != "declared" else None)
 p = load(open(sys.argv[1]).read(), sys.argv[1].rsplit('/', 1)[-1], 'cpu', None)
 w = Workload(p.model, p.inputs_list, p.train, p.loss_fn, 'cpu')
-w.result(p.model)
-ms, _, _ = w.result(torch.compile(p.model))
+w.compared_step(p.model, w.fresh())
+inst = w.fresh()
+ms, _, _ = w.compared_step(torch.compile(inst.model), inst)
 print(json.dumps({"first_call_ms": ms, "enabled": tap.enabled}))
 """
 

@@ -174,7 +174,8 @@ def summarize(report: dict) -> dict:
     before the engine wrote them (summary.counts null) gets them from the same function (contract.counts.summarize)."""
     counts = report.get("summary") if (report.get("summary") or {}).get("counts") else summarize_counts(report)
     runtime = report.get("runtime") or {}
-    measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))]
+    measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))
+                and b.get("config") != "eager"]
     best = max(measured, key=lambda b: b["speedup_vs_eager"], default=None)
     return {
         **counts["counts"],
@@ -182,6 +183,11 @@ def summarize(report: dict) -> dict:
         "library_call_names": counts.get("library_call_names") or {},
         "best_config": best and best.get("config"),
         "best_speedup": best and best["speedup_vs_eager"],
+        # Quote best_speedup only when decided; else best_speedup_text says "not decided: ..." with the figures.
+        "best_speedup_decided": bool(best and (best.get("speedup") or {}).get("decided")),
+        "best_speedup_text": best and (best.get("speedup") or {}).get("text"),
+        "correctness_text": (runtime.get("correctness") or {}).get("text"),
+        "first_divergent_stage": (runtime.get("correctness") or {}).get("first_divergent_stage"),
     }
 
 
