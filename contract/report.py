@@ -72,6 +72,13 @@ class SavedMarks(Model):
     """saved for backward"""
 
 
+class RecomputedMarks(Model):
+    """Backward graph nodes (AOT, training)."""
+
+    recomputed: bool
+    """an op the partitioner runs again in the backward instead of saving its result (`partitions[].recomputed`)"""
+
+
 class KernelMarks(Model):
     """Post-grad graph nodes (Inductor)."""
 
@@ -115,7 +122,7 @@ class Node(Model):
     """`nn_module_stack`, outermost first"""
     original_aten: str | None = None
     """(AOT/post-grad) the ATen op this node was decomposed from"""
-    marks: JointMarks | SavedMarks | KernelMarks | RewrittenMarks | InputMutationMarks | None = None
+    marks: JointMarks | SavedMarks | RecomputedMarks | KernelMarks | RewrittenMarks | InputMutationMarks | None = None
     """stage-specific flags, one shape per kind of graph (below); null where the stage marks nothing"""
 
 
@@ -278,7 +285,8 @@ class Rewrite(Model):
     kind: Literal["in-place", "view"]
     count: int
     lines: list[int]
-    """the user's lines"""
+    """the user's lines of the rewritten nodes (the ATen graphs are traced node by node from the Dynamo graph,
+    keeping each node's stack trace)"""
 
 
 class InputMutation(Model):
@@ -318,7 +326,7 @@ class Aot(Model):
     """AOTAutograd: joint, forward, backward and inference graphs, the partition, functionalization, decompositions.
 
     Graph kinds: `joint`, `forward`, `backward`, `inference`. Joint nodes have `marks: {saved, recomputed,
-    backward}`; forward nodes `marks: {saved}`."""
+    backward}`; forward nodes `marks: {saved}`; backward nodes `marks: {recomputed}`."""
 
     graphs: list[Graph] = []
     partitions: list[Partition] = []
@@ -1006,7 +1014,8 @@ class IsolationLimits(Model):
 
 
 class IsolationEnforcement(Model):
-    """What enforces each limit: `"RLIMIT_CPU"`, `"parent (wall clock)"`, `"not enforced ..."`."""
+    """What enforced each limit in this job: `"RLIMIT_CPU"`, `"parent (wall clock)"`, `"cgroup v1 pids.max (the
+    whole job)"`, `"tmpfs size of the job folder (kernel)"`, `"parent watchdog ..."`, `"not enforced ..."`."""
 
     time_limit_s: str | None = None
     cpu_time_limit_s: str | None = None
@@ -1024,6 +1033,8 @@ class Isolation(Model):
     network: str | None = None
     filesystem: str | None = None
     user: str | None = None
+    seccomp: str | None = None
+    """what the seccomp filter denies (namespaces, mounts, keyrings, ...), or `none`"""
     shared_pch: bool | None = None
     """the trusted precompiled header was bound read-only"""
     limits: IsolationLimits = Field(default_factory=IsolationLimits)

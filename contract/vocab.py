@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Pipeline stages in the order a job passes through them; progress events and report["stages"] use these names.
-# warm_compile: the fresh-process compiles of runtime.compile_cache (Inductor configs only).
-STAGES = ("load", "eager", "dynamo", "aot", "inductor", "benchmark", "profile", "warm_compile", "report")
+# Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
+# collected ("report") before the benchmarks; progress events and report["stages"] use these names.
+# warm_compile: the fresh-process compiles of runtime.compile_cache (Inductor configs only), after the ladder.
+STAGES = ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "warm_compile")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,38 @@ DEFAULT_CONFIGS = {
 }
 DEVICES = tuple(DEFAULT_CONFIGS)
 
+
+def capture_config(configs: list[str]) -> Config:
+    """The config whose compile is recorded in full: the deepest stage requested (inductor default if present)."""
+    for name in ("inductor_default", "inductor_reduce_overhead", "inductor_max_autotune", "aot_eager",
+                 "backend_eager"):
+        if name in configs:
+            return CONFIGS[name]
+    return CONFIGS["backend_eager"]
+
+
+def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
+    """The (stage, config) steps a job with these configs runs, in order, as engine/child.py's stages run them:
+    load, eager (the reference), the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its
+    backend has them), the report, one benchmark per config (compiled and warmed up: eager, the recorded config,
+    the rest), the timed rounds of all configs together (a benchmark without a config), then profiling when the
+    recorded config is an Inductor one, and then its warm compiles. Progress pages show the steps still to come
+    from it."""
+    target = capture_config(configs)
+    steps = [("load", None), ("eager", None), ("dynamo", target.name)]
+    if target.backend in ("aot_eager", "inductor"):
+        steps.append(("aot", target.name))
+    if target.backend == "inductor":
+        steps.append(("inductor", target.name))
+    steps.append(("report", None))
+    steps += [("benchmark", name) for name in dict.fromkeys(["eager", target.name, *configs]) if name in configs]
+    steps.append(("benchmark", None))
+    if target.backend == "inductor":
+        steps.append(("profile", None))
+        steps.append(("warm_compile", target.name))  # cold vs warm: fresh-process compiles after the ladder
+    return steps
+
+
 # report["failure"]["kind"]: what stopped a job (docs/security.md has the limits).
 FAILURE_KINDS = {
     "syntax_error": "the user's file does not parse",
@@ -53,15 +86,15 @@ FAILURE_KINDS = {
     "compile_error": "torch.compile failed (Dynamo, AOTAutograd)",
     "backend_compile_error": "the compile backend (Inductor) failed",
     "no_device": "the requested device is not on this worker",
-    "timeout": "the wall-clock time limit was reached",
-    "memory": "the memory limit was reached",
+    "timeout": "the wall-clock time limit was reached (the message and `line` name the user's line the job was on)",
+    "memory": "a memory limit was reached: the job's processes together (cgroup or watchdog) or one process's address space",
     "cpu_time": "the CPU time limit was reached",
-    "processes": "the process limit was reached",
+    "processes": "the process limit refused a fork or a thread (the kernel's counter says so)",
     "open_files": "the open-files limit was reached",
     "output_limit": "one file or the whole job folder grew too large",
-    "crash": "the job's process died without a report",
+    "crash": "the job's process died without a report (its exit code or signal is named)",
     "invalid_report": "the job's report does not match this schema",
-    "internal_error": "a fault of pt2scope itself",
+    "internal_error": "a fault of pt2scope itself: the message gives an error id, the traceback is in the log under it",
 }
 
 # graph["kind"]: AOTAutograd's graphs (joint, forward, backward, inference), Inductor's post-grad graphs (forward,

@@ -76,6 +76,7 @@ class RunEvent(Base):
     kind: Mapped[str] = mapped_column(String(32))  # the engine's "event" field: "stage", "message", ...
     stage: Mapped[str | None] = mapped_column(String(32))
     state: Mapped[str | None] = mapped_column(String(16))
+    config: Mapped[str | None] = mapped_column(String(64))  # the config a stage ran with (a benchmark's rung)
     elapsed_s: Mapped[float | None]
     seconds: Mapped[float | None]
     text: Mapped[str | None] = mapped_column(Text)
@@ -116,6 +117,18 @@ class ReportGraph(Base):
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     graph_id: Mapped[str] = mapped_column(String(64), primary_key=True)  # dynamo-0, func-0-before, ...
+    body: Mapped[str] = mapped_column(Text)
+
+
+class ReportPiece(Base):
+    """A small piece of data derived from a run's report when it is stored, as JSON text: the provenance of one
+    line of the user's file (key "provenance-L<line>"; contract.provenance). Derived once so that a request for
+    it reads one small row instead of parsing the report's graphs (seconds and a gigabyte for a huge graph)."""
+
+    __tablename__ = "report_pieces"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
     body: Mapped[str] = mapped_column(Text)
 
 

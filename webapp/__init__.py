@@ -7,6 +7,7 @@ never by importing the workers.
     webapp/submission.py  validation of a new run (form and API)
     webapp/examples.py    the gallery, read from examples/*.py
     webapp/render.py      report sections to HTML (Pygments listings, tables)
+    webapp/errors.py      internal errors: logged with an id, answered with the id only
     webapp/views/         blueprints: pages (new run, run/report), api (/api/runs), status (/status, /api/status,
                           /api/health)
 """
@@ -26,6 +27,7 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     from storage.queue import make_celery
     from webapp import context, security
+    from webapp import errors
     from webapp.views import api, pages, status
 
     app.extensions["pt2scope"] = context.Extension(settings=settings, celery=make_celery(settings))
@@ -34,6 +36,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(status.bp)
+    app.register_blueprint(errors.bp)
     app.register_error_handler(ReportError, _unreadable_report)
     return app
 

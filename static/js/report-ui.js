@@ -8,7 +8,7 @@ import { setUpViewers, viewers } from "./graph-view.js";
 
 const source = document.getElementById("source");
 const report = document.querySelector(".report");
-let provenance = null;
+let provenance = new Map();  // line -> its provenance piece (fetched once)
 
 function element(tag, props = {}, children = []) {
   const el = document.createElement(tag);
@@ -48,20 +48,21 @@ async function selectLine(line) {
   for (const viewer of viewers.values()) if (viewer.loading) viewer.load().then(() => viewer.highlightLine(line));
   const box = document.getElementById("line-provenance");
   if (!box || !source.dataset.provenanceUrl) return;
-  if (!provenance) {
-    const response = await fetch(source.dataset.provenanceUrl);
-    provenance = response.ok ? await response.json() : { lines: {} };
+  if (!provenance.has(line)) {  // one small piece per line, stored with the report
+    const response = await fetch(`${source.dataset.provenanceUrl}?line=${line}`);
+    provenance.set(line, response.ok ? await response.json() : null);
   }
-  const entry = provenance.lines[String(line)] || { dynamo: [], aten: [], kernels: [] };
+  const entry = provenance.get(line) || { dynamo: [], aten: [], kernels: [], totals: {} };
+  const totals = entry.totals || {};
   const code = document.getElementById(`L-${line}`)?.textContent.trim() || "";
-  const nodeList = (title, nodes) => {
+  const nodeList = (title, nodes, total) => {
     const byGraph = new Map();
     for (const node of nodes) {
       if (!byGraph.has(node.graph)) byGraph.set(node.graph, { title: node.title, names: [] });
       byGraph.get(node.graph).names.push(node.name ?? node.node);
     }
     return element("div", { className: "prov-group" }, [
-      element("h4", { textContent: `${title} (${nodes.length})` }),
+      element("h4", { textContent: `${title} (${total ?? nodes.length}${total > nodes.length ? `, first ${nodes.length} listed` : ""})` }),
       ...(nodes.length ? [...byGraph].map(([graph, { title: graphTitle, names }]) => element("p", {}, [
         element("a", { href: graphHref(graph), textContent: graphTitle, className: "graph-link" }), ": ",
         ...names.flatMap((name) => [element("a", { href: graphHref(graph, name), textContent: name, className: "chip node-link" }), " "]),
@@ -71,10 +72,10 @@ async function selectLine(line) {
   box.replaceChildren(
     element("h3", { textContent: `Line ${line}` }),
     element("pre", { className: "text", textContent: code }),
-    nodeList("Dynamo nodes", entry.dynamo),
-    nodeList("ATen nodes", entry.aten),
+    nodeList("Dynamo nodes", entry.dynamo, totals.dynamo),
+    nodeList("ATen nodes", entry.aten, totals.aten),
     element("div", { className: "prov-group" }, [
-      element("h4", { textContent: `Kernels (${entry.kernels.length})` }),
+      element("h4", { textContent: `Kernels (${totals.kernels ?? entry.kernels.length})` }),
       entry.kernels.length
         ? element("p", {}, entry.kernels.flatMap((name) => [element("a", { href: kernelHref(name), textContent: name, className: "chip kernel-link" }), " "]))
         : element("p", { className: "none", textContent: "none" }),
@@ -84,11 +85,65 @@ async function selectLine(line) {
   box.dataset.line = String(line);
 }
 
-function selectKernel(name) {
+// Long parts (a kernel's source, fusion decisions, IR diffs, guard trees, big raw fields) come from the server
+// when their fold is opened: .part-body[data-part-url], filled once. The fragments are the server's own HTML.
+function loadPart(body) {
+  if (!body.dataset.partUrl || body.dataset.loaded) return body.partLoad || Promise.resolve();
+  body.dataset.loaded = "loading";
+  body.partLoad = fetch(body.dataset.partUrl).then((response) => {
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return response.text();
+  }).then((html) => {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    body.replaceChildren(template.content);
+    body.dataset.loaded = "1";
+    applyFilter(body.closest("section"));
+  }).catch((error) => {
+    body.replaceChildren(element("p", { className: "none", textContent: `Could not load this part (${error.message}).` }));
+    delete body.dataset.loaded;
+  });
+  return body.partLoad;
+}
+
+function partsIn(details) {
+  return [...details.querySelectorAll(":scope > .part-body[data-part-url]")];
+}
+
+function setUpParts(root) {
+  root.addEventListener("toggle", (event) => {
+    if (event.target.open) partsIn(event.target).forEach(loadPart);
+  }, true);
+  for (const details of root.querySelectorAll("details[open]")) partsIn(details).forEach(loadPart);
+  // "Show more" in a long list: the next page replaces the button.
+  root.addEventListener("click", (event) => {
+    const button = event.target.closest("button.load-more");
+    if (!button) return;
+    const more = button.closest(".part-body.more");
+    loadPart(more).then(() => more.replaceWith(...more.childNodes));
+  });
+  for (const input of root.querySelectorAll("input.list-filter")) {
+    input.addEventListener("input", () => applyFilter(input.closest("section")));
+  }
+}
+
+// Filter boxes: hide the items of their section (data-items, a selector) that do not contain every word typed.
+function applyFilter(section) {
+  const input = section?.querySelector("input.list-filter");
+  if (!input) return;
+  const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+  for (const item of section.querySelectorAll(input.dataset.items)) {
+    const text = item.textContent.toLowerCase();
+    item.hidden = !words.every((word) => text.includes(word));
+  }
+}
+
+async function selectKernel(name) {
   const card = document.getElementById(`kernel-${name}`);
   if (!card) return;
   clearSelection();
   card.open = true;
+  await Promise.all(partsIn(card).map(loadPart));
   card.classList.add("selected");
   document.querySelector(`.kernel-row[data-kernel="${CSS.escape(name)}"]`)?.classList.add("selected");
   const lines = card.dataset.lines.split(" ").filter(Boolean).map(Number);
@@ -116,6 +171,7 @@ function route() {
 }
 
 if (report) {
+  setUpParts(report);
   setUpViewers(report);
   window.addEventListener("hashchange", route);
   // A kernel row selects its kernel even when the fragment is already the same (a second click).

@@ -3,34 +3,33 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from contract.vocab import DEFAULT_CONFIGS, STAGES
-from webapp import context, reportview, security
+from contract.vocab import DEFAULT_CONFIGS
 from storage import runstore
-from webapp.examples import list_examples, read_example
 from storage.models import FINISHED_STATUSES, RUNNING, Run
+from webapp import context, reportview, security, story
+from webapp.examples import list_examples, read_example
+from webapp.heavy import heavy_slot
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
-from webapp.views.api import submit
+from webapp.views.api import RATE_LIMITED, submit
 
 bp = Blueprint("pages", __name__)
 
-# Report tabs and the sections each reads; Overview reads every section no stage tab claims (and not the code,
-# which the run row already holds), so a tab never loads another tab's artifacts.
+# Report tabs and the sections each reads; Overview reads every section (stage sections as outlines, without
+# graph nodes; not the code, which the run row already holds) to tell the story of the four stages.
 STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
 TABS = {"overview": "Overview", **STAGE_TABS}
-# "summary" is drawn from the run row (runstore.summarize), in the Overview's Summary list.
-NOT_IN_OVERVIEW = [*STAGE_TABS, "source", "summary"]
 # Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile.
 EXTRA_SECTIONS = {"inductor": ["runtime"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
 DRAWN_FIELDS = {
     "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "summary"},
     "aot": {"graphs", "partitions", "functionalization", "decompositions"},
-    # metrics: kernel_count is summary.counts.generated_kernels; generated_kernel_count is torch's process-wide
-    # counter, not a count of this report (docs/report-schema.md), so it is not shown beside the kernels.
     "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion",
                  "library_calls", "metrics"},
-    "runtime": {"benchmarks", "compile_seconds", "compile_cache", "compile_timeline", "kernel_profile"},
+    # timing, recorded_config, first_call_ms: in the ledes; job_seconds: the Overview's "the whole job took".
+    "runtime": {"benchmarks", "compile_seconds", "compile_cache", "compile_timeline", "kernel_profile", "cudagraphs",
+                "timing", "recorded_config", "first_call_ms", "job_seconds"},
 }
 
 
@@ -73,10 +72,10 @@ def create_run():
                                       online_queues=runstore.online_queues(session, settings))
     if errors:
         return _form_page(form, errors), 422
-    limited = security.rate_limited()
-    if limited:
-        return _form_page(form, {"code": limited[0]}), 429, {"Retry-After": str(limited[1])}
     run = submit(submission)
+    if run is None:
+        message, wait = security.rate_limited() or RATE_LIMITED
+        return _form_page(form, {"code": message}), 429, {"Retry-After": str(wait)}
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
 
@@ -107,29 +106,62 @@ def report(slug: str, tab: str):
     if run.status == RUNNING:
         runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
     finished = run.status in FINISHED_STATUSES
-    if finished and tab == "overview":
-        sections = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
-    elif finished:  # graphs without their nodes: each viewer fetches its own
+    progress = runstore.stage_progress(run)
+    steps = runstore.progress_steps(run)
+    error = runstore.error_of(run)
+    stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
+    ready = story.tabs_ready(progress, run.status, error, stored)
+    if stored and tab == "overview":  # the story reads every section; graphs without their nodes
+        sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
+    elif tab in ready:  # graphs without their nodes: each viewer fetches its own
         sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
     else:
         sections = {}
+    states = story.stage_states(progress, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
+    tale = story.story(sections, progress=progress, run_status=run.status, failure=error,
+                       filename=run.filename) if tab == "overview" else None
     return render_template(
-        "run.html", run=run, tab=tab, tabs=TABS, finished=finished, stages=runstore.stage_progress(run),
-        stage_names=STAGES, queue_position=runstore.queue_position(session, run), error=runstore.error_of(run),
+        "run.html", run=run, tab=tab, tabs=TABS, finished=finished, steps=steps, time_left=runstore.time_left(steps),
+        queue_position=runstore.queue_position(session, run), error=error,
         messages=runstore.messages(run), sections=sections, stage=stage_sections, other_fields=other_fields,
-        has_report=finished and runstore.has_report(session, run), renderer=Renderer(run.filename),
+        has_report=stored, tabs_ready=ready, states=states, view_story=tale, renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"), title_of=title_of, view=reportview, listing=listing,
         present="present" in request.args, device_name=(run.environment or {}).get("device_name"),
         worker_online=bool(runstore.online_queues(session, context.settings())))
+
+
+# The long parts of a tab drawn only when opened (templates/report/parts.html): kind -> the tab that holds it.
+PARTS = {"kernel": {"inductor"}, "fusion": {"inductor"}, "ir": {"inductor"}, "irnode": {"inductor"}, "guards": {"dynamo"},
+         "field": set(STAGE_TABS)}
+
+
+@bp.get("/r/<slug>/part/<tab>/<kind>/<key>")
+def part(slug: str, tab: str, kind: str, key: str):
+    """One long part of a tab as an HTML fragment: a kernel's source, a group of fusion decisions, the IR diff
+    of one graph, one frame's guard tree. A finished report never changes."""
+    session = context.session()
+    run = _run_or_404(slug)
+    if tab not in PARTS.get(kind, ()) or not runstore.has_report(session, run):
+        abort(404)
+    sections = runstore.load_sections(session, run, [tab], outlines=True)
+    section = sections.get(tab) or {}
+    found = reportview.find_part(section, kind, key)
+    if found is None:
+        abort(404)
+    html = render_template("report/part.html", run=run, tab=tab, kind=kind, part=found, listing=listing,
+                           renderer=Renderer(run.filename), title_of=title_of)
+    return Response(html, mimetype="text/html", headers={"Cache-Control": "private, max-age=3600"})
 
 
 @bp.get("/r/<slug>/graphs/<graph_id>.json")
 def graph(slug: str, graph_id: str):
     """One graph for the viewer (contract.graphs.graph_payload), sent as stored: pages list graphs, and each is fetched
     when it is shown."""
-    text = runstore.graph_json_text(context.session(), _run_or_404(slug), graph_id)
+    run = _run_or_404(slug)
+    with heavy_slot():
+        text = runstore.graph_json_text(context.session(), run, graph_id)
     if text is None:
         abort(404)
     # A finished report never changes.
@@ -138,22 +170,35 @@ def graph(slug: str, graph_id: str):
 
 @bp.get("/r/<slug>/provenance.json")
 def provenance(slug: str):
-    """Each user line's Dynamo nodes, ATen nodes and kernels: read when the user selects a line."""
+    """One user line's Dynamo nodes, ATen nodes and kernels (``?line=N``; contract.provenance), read when the
+    user selects the line: a small row stored with the report, never derived per request."""
+    session = context.session()
     run = _run_or_404(slug)
-    sections = runstore.load_sections(context.session(), run, ["dynamo", "aot", "inductor"])
-    response = jsonify(reportview.provenance(sections, run.filename))
-    response.headers["Cache-Control"] = "private, max-age=3600"
-    return response
+    line = request.args.get("line", type=int)
+    if line is None or not 0 < line < 10**7:
+        return jsonify(error="Ask for one line of the file: provenance.json?line=N"), 400
+    if not runstore.has_report(session, run):
+        abort(404)
+    return Response(runstore.line_provenance_text(session, run, line), mimetype="application/json",
+                    headers={"Cache-Control": "private, max-age=3600"})  # a stored report never changes
 
 
 @bp.get("/r/<slug>/report.json")
 def download(slug: str):
     session = context.session()
     run = _run_or_404(slug)
-    if not runstore.has_report(session, run):
+    if run.status not in FINISHED_STATUSES or not runstore.has_report(session, run):
         abort(404)
-    return Response(runstore.report_json_text(session, run), mimetype="application/json", headers={
+    with heavy_slot():
+        text = runstore.report_json_text(session, run)
+    return Response(text, mimetype="application/json", headers={
         "Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'})
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    """For clients that ask for /favicon.ico without reading the page's icon link."""
+    return redirect(url_for("static", filename="favicon.svg"), code=301)
 
 
 @bp.get("/highlight.css")
