@@ -18,6 +18,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from contract.compile_id import compile_key
+
 # prefix -> (report section, key of the graph list in it, report tab that shows it)
 PREFIXES = {
     "dynamo": ("dynamo", "graphs", "dynamo"),
@@ -133,8 +135,9 @@ def graphs_of_tab(tab: str, section: dict) -> list[dict]:
 
 def graph_id_by_kind(aot: dict, compile_id: str, kind: str) -> str | None:
     """The id of the AOT graph of this compile id and kind (joint, forward, ...), if recorded."""
+    key = compile_key(compile_id)
     return next((aot_graph(i) for i, graph in enumerate(aot.get("graphs") or [])
-                 if graph.get("compile_id") == compile_id and graph.get("kind") == kind), None)
+                 if compile_key(graph.get("compile_id")) == key and graph.get("kind") == kind), None)
 
 
 def functionalization_graphs(aot: dict) -> list[dict]:

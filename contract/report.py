@@ -192,13 +192,52 @@ class Guards(Model):
     compile_id: str | None
     text: str
     """the guard tree of the compiled frame"""
+    count: int | None = None
+    """torch's own guard count for the frame (CompilationMetrics `guard_count`; null if torch did not report it):
+    the number every page shows, summed in `summary.counts.guards`"""
+
+
+class FailedGuard(Model):
+    """One cache entry Dynamo rejected before it recompiled, and why, as clean text."""
+
+    compile_id: str | None
+    """the compile whose guards failed"""
+    guard: str
+    """e.g. `"tensor 'x' size mismatch at index 0. expected 4, actual 6"` or `"scale == 2.0"`"""
+    location: str | None = None
+    """torch's `file:line in func` comment on the guard (torch may shorten the file name)"""
+    user_line: Frame | None = None
+    """the user's line behind the guard, where torch gave a stack"""
+
+
+class DynamicDim(Model):
+    """A dimension (or scalar) that became dynamic in this compile (automatic dynamic shapes)."""
+
+    symbol: str | None
+    """torch's symbol, e.g. `"s77"`"""
+    source: str
+    """Dynamo's spelling of where it comes from, e.g. `"L['x'].size()[0]"`"""
+    value: str | None
+    """the value seen by the call that compiled"""
+    text: str
+    """in words, e.g. "Dimension 0 of x became dynamic (symbol s77, 6 in this call): ..." """
 
 
 class Recompile(Model):
+    """One recompile, by the compile id it created."""
+
     compile_id: str | None
     reason: str
     """the reasons joined, e.g. `"0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"`"""
     reasons: list[str]
+    """one per rejected cache entry: `"<compile id>: <failed guard>"`"""
+    failed_guards: list[FailedGuard] = []
+    call_index: int | None = None
+    """the index into `example_inputs` of the call that triggered it (null when unknown, e.g. a loaded log)"""
+    dynamic_dims: list[DynamicDim] = []
+    """dimensions that became dynamic in this compile (not those dynamic since an earlier one)"""
+    text: str | None = None
+    """the whole recompile in words: which call, which guards failed, what became dynamic"""
     function: str | None = None
     where: str | None = None
 
@@ -373,9 +412,22 @@ class OutputCode(Model):
     """the full generated Python wrapper with kernels"""
 
 
+class LibraryCall(Model):
+    """Calls from one output code to a library kernel rather than a generated one."""
+
+    compile_id: str | None
+    graph_kind: GraphKind
+    name: str
+    """`extern_kernels.mm`, `extern_kernels.addmm`, `aten.<op>.<overload>` (ATen fallbacks)"""
+    count: int
+
+
 class InductorMetrics(Model):
     kernel_count: int = 0
+    """the generated kernels (= `summary.counts.generated_kernels`)"""
     generated_kernel_count: int | None = None
+    """torch's process-wide counter (`torch._inductor.metrics`; it also counts kernels of compiles not recorded
+    in this report): not a count to show"""
     num_bytes_accessed: int | None = None
 
 
@@ -392,6 +444,7 @@ class Inductor(Model):
     scheduler: list[Scheduler] = []
     fusion_decisions: list[FusionDecision] = []
     kernels: list[Kernel] = []
+    library_calls: list[LibraryCall] = []
     output_code: list[OutputCode] = []
     metrics: InductorMetrics = Field(default_factory=InductorMetrics)
     perf_hints: list[str] = []
@@ -401,15 +454,90 @@ class Inductor(Model):
 # --- runtime ---------------------------------------------------------------------------------------------------
 
 class CompileSeconds(Model):
-    """For the recorded compile, from torch's compilation metrics: entire frame > backend > inductor > codegen;
-    backward has its own entry."""
+    """Seconds per stage of a compile, summed over compile ids. Exclusive: the six stages add up to `total` (to
+    rounding). From torch's compilation metrics, which nest (entire frame > backend > inductor > code generation):
+    each stage is its own time minus the one inside it. Reports stored before this had no `other` and counted the
+    backward's Inductor time twice (in `inductor`/`codegen` and in `backward`): the pages show their forward Inductor
+    and code generation as one stage."""
 
     dynamo: float | None = None
+    """entire frame - backend: tracing, guards, bytecode"""
     aot_autograd: float | None = None
+    """backend - inductor: AOTAutograd, with Inductor's pre-grad and joint-graph passes"""
     inductor: float | None = None
+    """inductor - code generation (forward/inference): lowering, scheduling"""
     codegen: float | None = None
+    """code generation and kernel compilation (forward/inference)"""
     backward: float | None = None
+    """the whole lazy backward compile, at the first `.backward()` (its own metrics entry)"""
+    other: float | None = None
+    """compile work outside those: Triton autotuning at the first run (`compilation_metrics_runtime`)"""
     total: float | None = None
+    """the sum of the six"""
+
+
+class CacheCount(Model):
+    """Lookups of one graph cache during a compile, from torch's counters."""
+
+    hits: int
+    misses: int
+    bypasses: int | None = None
+    state: str | None = None
+    """why there were none, e.g. the cache was off during the recorded compile"""
+
+
+class KernelCacheCount(Model):
+    """Kernel binaries, measured (torch counts no on-disk kernel-cache hits): binaries written to the job's cache
+    folders (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR: `.so`, `.cubin`, `.hsaco`) during the compile are misses,
+    at most one per generated kernel; the other generated kernels are hits."""
+
+    hits: int
+    misses: int
+    generated: int
+    """kernels the compile's output code defines"""
+    binaries_written: int
+    state: str | None = None
+
+
+class CompileCaches(Model):
+    fx_graph: CacheCount
+    """Inductor's FX graph cache (`fxgraph_cache_*` counters)"""
+    aot_autograd: CacheCount
+    """AOTAutograd's cache (`autograd_cache_*` counters)"""
+    kernels: KernelCacheCount
+
+
+class ColdCompile(Model):
+    """The recorded compile: the job's new, empty cache folders, graph caches off (to see IR and fusion)."""
+
+    seconds: CompileSeconds
+    caches: CompileCaches
+
+
+class WarmCompile(Model):
+    """The same model and config compiled again in a fresh process (`python -m engine.warm JOB_DIR CONFIG OUT`,
+    spawned by the child in the job's folder and sandbox, every cache at torch's defaults; on CPU with the recorded
+    compile's kernel-profile names, so its kernel binaries can be found)."""
+
+    status: Literal["ok", "failed", "skipped"]
+    reason: str | None = None
+    """why it failed or was skipped"""
+    config: ConfigName | None = None
+    seconds: CompileSeconds | None = None
+    caches: CompileCaches | None = None
+    wall_seconds: float | None = None
+    """the process's whole life, its start and torch's import included"""
+
+
+class CompileCache(Model):
+    """Cold vs warm, when an Inductor config was recorded (all null otherwise)."""
+
+    cold: ColdCompile | None = None
+    warmup: WarmCompile | None = None
+    """first fresh process: finds the kernel binaries the recorded compile left but empty graph caches, and fills
+    them"""
+    warm: WarmCompile | None = None
+    """second fresh process: every cache filled, what the user's next run of the script costs"""
 
 
 class CompileMetrics(Model):
@@ -690,6 +818,8 @@ class Runtime(Model):
     multiplied by the number of rungs so that they do not share one budget."""
 
     compile_seconds: CompileSeconds = Field(default_factory=CompileSeconds)
+    """the recorded compile's"""
+    compile_cache: CompileCache = Field(default_factory=CompileCache)
     compile_metrics: list[CompileMetrics] = []
     compile_timeline: list[TimelineSpan] = []
     recorded_config: ConfigName | None = None
@@ -713,6 +843,85 @@ class Runtime(Model):
 
 
 # --- top level -------------------------------------------------------------------------------------------------
+
+class Counts(Model):
+    """The report's counts: one name each, the same in the CLI, the API's run summary and the pages (labels:
+    contract/counts.py)."""
+
+    dynamo_graphs: int
+    """FX graphs Dynamo captured"""
+    graph_breaks: int
+    """graph breaks as they occurred"""
+    unique_graph_breaks: int
+    """distinct graph breaks (file, line, reason)"""
+    recompiles: int
+    """compiles of a frame after its first"""
+    guards: int | None
+    """guards over all compiled frames (torch's count per frame, summed); null if torch did not report one"""
+    aot_graphs: int
+    """graphs AOTAutograd produced (joint, forward, backward, inference)"""
+    generated_kernels: int
+    """kernels Inductor generated (definitions in the output code)"""
+    library_calls: int
+    """calls to library kernels (extern mm/addmm, ATen fallbacks)"""
+
+
+class Summary(Model):
+    """The one owner of every count: computed once at the end of the job (contract.counts.summarize, called by
+    engine/child.py); the CLI, the API and the pages read it and never recount."""
+
+    counts: Counts | None = None
+    """null in a report stored before the engine wrote counts (storage then computes them with the same function)"""
+    kernel_names: list[str] = []
+    """generated kernels, the first 20"""
+    library_call_names: dict[str, int] = {}
+    """`{"extern_kernels.mm": 2, ...}`"""
+
+
+class LogParser(Model):
+    """A reader of torch's logs and what it declared it reads (engine/logtap.py registry)."""
+
+    name: str
+    trace_events: list[str]
+    artifacts: list[str]
+
+
+class MalformedSample(Model):
+    kind: str
+    source: str
+    """the event, artifact, reader or file it came from"""
+    reason: str
+    text: str
+    """the start of the record"""
+
+
+class Malformed(Model):
+    """Log records that could not be read, counted instead of dropped. Kinds: `trace_json` (a payload that must
+    be JSON, or starts as JSON, and does not decode: torch writes plain-string payloads as they are even under
+    `encoding: "json"`, and those are read as text), `handler_error` (a record that broke the tap's handler),
+    `log_format` (a TORCH_LOGS message whose formatting failed), `set_logs` (the artifacts could not be narrowed
+    after the recorded compile); read back from files also `trace_line` and `log_line` (lines that are no
+    record)."""
+
+    count: int = 0
+    by_kind: dict[str, int] = {}
+    samples: list[MalformedSample] = []
+    """the first 20"""
+
+
+class Logs(Model):
+    """What the log tap switched on and read. Each parser declares the trace events and TORCH_LOGS artifacts it
+    reads; only declared artifacts are enabled, and after the recorded compile only those the benchmark ladder
+    reads (CUDA-graph reasons)."""
+
+    artifacts_enabled: list[str] = []
+    artifacts_unknown: list[str] = []
+    """declared but unknown to this torch"""
+    parsers: list[LogParser] = []
+    records: dict[str, int] = {}
+    """records seen per trace event and per artifact"""
+    malformed: Malformed = Field(default_factory=Malformed)
+
 
 class Failure(Model):
     stage: StageName
@@ -897,7 +1106,12 @@ class Report(Model):
     - Private torch hooks are guarded: a capture that this torch version cannot make leaves an entry in
       `unavailable` instead of failing the job.
     - Compile ids are torch's own (`"0/0"`, `"1/0"`, `"0/1"`: frame / recompile), `"0/0_1"` for a restarted
-      attempt."""
+      attempt (Dynamo restarted its analysis of the frame, e.g. after a graph break). One type reads and writes
+      them, `contract.compile_id.CompileId` (frame_id, frame_compile_id, attempt; it parses `0/0`, `0/0_1` and
+      the log prefixes `[0/0]`, `[0/0_1]`): every `compile_id` is written in its canonical spelling, with the
+      attempt where the source knew it, and joins between sections (graphs, guards, breaks, AOT graphs, kernels)
+      match on `CompileId.compile_key` = (frame, frame compile id), so the pieces of a restarted compile meet
+      whatever attempt each was recorded under (a graph break is seen in attempt 0, its graph in attempt 1)."""
 
     schema_version: Literal[SCHEMA_VERSION] = SCHEMA_VERSION
     """the version of this contract the report follows (see Versions)"""
@@ -909,6 +1123,8 @@ class Report(Model):
     source: Source = Field(default_factory=Source)
     environment: Environment = Field(default_factory=Environment)
     caches: Caches = Field(default_factory=Caches)
+    summary: Summary = Field(default_factory=Summary)
+    logs: Logs = Field(default_factory=Logs)
     stages: list[Stage] = []
     """finished pipeline stages, in order"""
     dynamo: Dynamo = Field(default_factory=Dynamo)

@@ -7,11 +7,13 @@ from here.
 """
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 # Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
 # collected ("report") before the benchmarks; progress events and report["stages"] use these names.
-STAGES = ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile")
+# warm_compile: the fresh-process compiles of runtime.compile_cache (Inductor configs only), after the ladder.
+STAGES = ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "warm_compile")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
     load, eager (the reference), the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its
     backend has them), the report, one benchmark per config (compiled and warmed up: eager, the recorded config,
     the rest), the timed rounds of all configs together (a benchmark without a config), then profiling when the
-    recorded config is an Inductor one. Progress pages show the steps still to come from it."""
+    recorded config is an Inductor one, and then its warm compiles. Progress pages show the steps still to come
+    from it."""
     target = capture_config(configs)
     steps = [("load", None), ("eager", None), ("dynamo", target.name)]
     if target.backend in ("aot_eager", "inductor"):
@@ -71,6 +74,7 @@ def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
     steps.append(("benchmark", None))
     if target.backend == "inductor":
         steps.append(("profile", None))
+        steps.append(("warm_compile", target.name))  # cold vs warm: fresh-process compiles after the ladder
     return steps
 
 
@@ -147,3 +151,8 @@ def parse_configs(names, device: str) -> list[str]:
         raise ConfigError(f"unknown config {', '.join(map(repr, unknown))}: choose from {', '.join(CONFIGS)}")
     wanted = set(names) | {"eager"}
     return [n for n in CONFIGS if n in wanted]
+
+
+def new_error_id() -> str:
+    """The id an internal error is logged with and shown to the user as (never our traceback or paths)."""
+    return secrets.token_hex(6)

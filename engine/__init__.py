@@ -11,6 +11,8 @@ Where each stage is captured:
                                 decompositions
     engine/stages/inductor.py   TorchInductor: post-grad graphs, IR, fusion decisions, kernels, output code
     engine/stages/runtime.py    compile times, timeline, the backend/mode benchmark ladder, profiler, CUDA graphs
+    engine/warm.py              a warm compile in a fresh process (cold vs warm, runtime.compile_cache)
+    engine/logtap.py            the log tap and the registry of its readers (what each stage reads from torch's logs)
 """
 from engine.report import SCHEMA_VERSION
 

@@ -87,10 +87,15 @@ class Job:
         self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
 
     def save(self) -> None:
-        """Write the report, then tell the parent when the writing ended (the report cannot hold its own end)."""
-        start = time.time()
+        """Write the final report (its own writing ends at report.json's modification time, which the parent reads
+        for the timeline)."""
+        from contract.counts import summarize
+
+        self.report["summary"] = summarize(self.report)  # the one owner of every count, failed jobs too
+        ctx = getattr(self.state, "ctx", None)
+        if ctx is not None and ctx.tap is not None:
+            self.report["logs"] = ctx.tap.summary()  # what the log tap switched on, read, and could not read
         self._write("report.json")
-        self.emit({"event": "phase", "phase": "write_report", "start_unix_s": start, "end_unix_s": time.time()})
 
     def _write(self, name: str) -> None:
         self.report["timeline"] = merged(None, STARTED_UNIX, "job_start", self.timeline)
@@ -104,10 +109,10 @@ def pipeline() -> list:
     """The registered stages, in order. Imported here, in the child only (they import torch), after the load stage
     has begun: torch's import time is part of it."""
     from engine.stages.capture import CaptureStage
-    from engine.stages.runtime import LadderStage, ReferenceStage
+    from engine.stages.runtime import LadderStage, ReferenceStage, WarmCompileStage
     from engine.usercode import LoadStage
 
-    return [LoadStage(), ReferenceStage(), CaptureStage(), LadderStage()]
+    return [LoadStage(), ReferenceStage(), CaptureStage(), LadderStage(), WarmCompileStage()]
 
 
 def run(job: Job) -> None:

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 
+from contract.counts import COUNT_LABELS
 from contract.limits import DEFAULT_LIMITS
 from engine.job import JobRequest, run_job
 from engine.report import CONFIGS, ConfigError, write_report
@@ -77,18 +78,24 @@ def _progress(event: dict) -> None:
 
 
 def summary(report: dict) -> str:
-    d, ind, rt = report["dynamo"], report["inductor"], report["runtime"]
+    ind, rt = report["inductor"], report["runtime"]
     env = report["environment"]
+    counts = (report.get("summary") or {}).get("counts") or {}
+
+    def count(*keys):  # the report's own counts (report["summary"]), named as everywhere (contract/counts.py)
+        return ", ".join(f"{counts.get(k) if counts.get(k) is not None else '?'} {COUNT_LABELS[k]}" for k in keys)
+
     lines = [f"torch {env.get('torch_version')} on {env.get('device')} ({env.get('device_name')})",
-             f"dynamo: {len(d['graphs'])} graph(s), {d['summary'].get('graph_break_count', 0)} graph break(s), "
-             f"{len(d['recompiles'])} recompile(s)",
+             "dynamo: " + count("dynamo_graphs", "graph_breaks", "unique_graph_breaks", "recompiles", "guards"),
              f"aot: {', '.join(sorted({g['kind'] for g in report['aot']['graphs']})) or 'not run'}",
-             f"inductor: {len(ind['kernels'])} kernel(s)" + "".join(f"\n  {k['name']} ({k['language']}): "
-                                                                   f"{', '.join(k['source_nodes'])}"
-                                                                   for k in ind["kernels"][:8])]
-    cs = rt.get("compile_seconds") or {}
+             "inductor: " + count("generated_kernels", "library_calls")
+             + "".join(f"\n  {k['name']} ({k['language']}): {', '.join(k['source_nodes'])}" for k in ind["kernels"][:8])]
+    cs = {k: v for k, v in (rt.get("compile_seconds") or {}).items() if isinstance(v, (int, float))}
     if cs:
-        lines.append("compile: " + ", ".join(f"{k} {v:.2f}s" for k, v in cs.items()))
+        lines.append("compile (exclusive stages): " + ", ".join(f"{k} {v:.2f}s" for k, v in cs.items()))
+    warm = (rt.get("compile_cache") or {}).get("warm") or {}
+    if warm.get("status") == "ok":
+        lines.append(f"warm compile (fresh process, caches filled): {warm['seconds']['total']:.2f}s")
     mode = rt.get("mode") or {}
     if mode:
         lines.append(f"mode: {mode.get('kind')} ({mode.get('reason')})")
@@ -114,6 +121,10 @@ def summary(report: dict) -> str:
         cg = b.get("cudagraphs") or {}
         if cg.get("reason"):
             lines.append(f"cuda graphs [{b['config']}]: {cg['status']}: {cg['reason']}")
+    malformed = ((report.get("logs") or {}).get("malformed") or {})
+    if malformed.get("count"):
+        lines.append(f"logs: {malformed['count']} record(s) torch wrote could not be read "
+                     f"({', '.join(f'{k} {v}' for k, v in malformed['by_kind'].items())}): see the report's logs")
     if report["unavailable"]:
         lines.append("unavailable: " + ", ".join(u["name"] for u in report["unavailable"]))
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from contract import graphs, provenance
+from contract.counts import summarize as summarize_counts
 from contract.report import SCHEMA_VERSION, Report, ReportError, check_version, checked_report
 from contract.vocab import STAGES, job_plan
 from storage.config import Settings
@@ -296,20 +297,18 @@ def _set_error(run: Run, failure: dict) -> None:
 
 
 def summarize(report: dict) -> dict:
-    """Headline numbers for the Overview, computed once so that tab never loads the big sections."""
-    dynamo, aot = report.get("dynamo") or {}, report.get("aot") or {}
-    inductor, runtime = report.get("inductor") or {}, report.get("runtime") or {}
+    """Headline numbers for the Overview and the API, stored on the run so that tab never loads the big sections.
+    The counts are the engine's (report["summary"], docs/report-schema.md), never recounted here; a report stored
+    before the engine wrote them (summary.counts null) gets them from the same function (contract.counts.summarize)."""
+    counts = report.get("summary") if (report.get("summary") or {}).get("counts") else summarize_counts(report)
+    runtime = report.get("runtime") or {}
     measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))
                 and b.get("config") != "eager"]
     best = max(measured, key=lambda b: b["speedup_vs_eager"], default=None)
     return {
-        "dynamo_graphs": len(dynamo.get("graphs") or []),
-        "graph_breaks": len(dynamo.get("graph_breaks") or []),
-        "guards": len(dynamo.get("guards") or []),
-        "recompiles": len(dynamo.get("recompiles") or []),
-        "aot_graphs": len(aot.get("graphs") or []),
-        "kernels": len(inductor.get("kernels") or []),
-        "kernel_names": [k.get("name") for k in inductor.get("kernels") or []][:20],
+        **counts["counts"],
+        "kernel_names": counts.get("kernel_names") or [],
+        "library_call_names": counts.get("library_call_names") or {},
         "best_config": best and best.get("config"),
         "best_speedup": best and best["speedup_vs_eager"],
         # Quote best_speedup only when decided; else best_speedup_text says "not decided: ..." with the figures.
@@ -472,6 +471,8 @@ def time_left(steps: list[dict]) -> float | None:
             continue
         if step["stage"] == "benchmark":  # a config's benchmark compiles it again unless it is eager or recorded
             left += timing + (compile_s if step["config"] not in (None, "eager", recorded) else 0)
+        elif step["stage"] == "warm_compile":  # two fresh processes (torch's import each, caches warm): measured on
+            left += compile_s  # the seed, 13-15 s against a 16 s recorded compile (docs/benchmarks.md)
         else:  # profile, or a stage under way: about a benchmark's time
             left += timing
     return round(left, 1)

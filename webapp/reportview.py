@@ -10,6 +10,8 @@ from collections import defaultdict
 
 # The templates call these as view.*: the graph vocabulary lives in contract/graphs.py.
 from contract import graphs
+from contract.compile_id import compile_key
+from contract.counts import COUNT_LABELS  # noqa: F401 - the pages' names for the report's counts
 from contract.graphs import functionalization_graphs, graph_id_by_kind, graph_title, graphs_of_tab  # noqa: F401
 from contract.userfile import is_user_file  # noqa: F401 (templates call view.is_user_file)
 
@@ -63,8 +65,9 @@ def other_profiled_ops(runtime: dict, limit: int = 12) -> list[dict]:
 
 def graph_id_of_kernel(inductor: dict, kernel: dict) -> str | None:
     """The post-grad graph a kernel was generated from (same compile id and forward/backward kind)."""
+    key = compile_key(kernel.get("compile_id"))
     for i, graph in enumerate(inductor.get("post_grad_graphs") or []):
-        if graph.get("compile_id") == kernel.get("compile_id") and graph.get("kind") == kernel.get("graph_kind"):
+        if compile_key(graph.get("compile_id")) == key and graph.get("kind") == kernel.get("graph_kind"):
             return graphs.post_grad_graph(i)
     return None
 
@@ -123,9 +126,9 @@ def _fusion_side(name, ops, graph_key: tuple, kernel_of: dict) -> dict:
 
 def ir_pairs(inductor: dict) -> list[dict]:
     """Scheduler IR before and after fusion, matched by compile id and graph kind."""
-    after = {(ir.get("compile_id"), ir.get("kind")): ir for ir in inductor.get("ir_post_fusion") or []}
+    after = {(compile_key(ir.get("compile_id")), ir.get("kind")): ir for ir in inductor.get("ir_post_fusion") or []}
     return [{"compile_id": ir.get("compile_id"), "kind": ir.get("kind"), "before": ir.get("text") or "",
-             "after": (after.get((ir.get("compile_id"), ir.get("kind"))) or {}).get("text") or ""}
+             "after": (after.get((compile_key(ir.get("compile_id")), ir.get("kind"))) or {}).get("text") or ""}
             for ir in inductor.get("ir_pre_fusion") or []]
 
 
@@ -263,13 +266,14 @@ def source_context(code: str, line: int | None, around: int = 2) -> list[dict]:
 
 def guards_by_compile_id(dynamo: dict) -> list[dict]:
     """Each compiled frame's guards, with the recompile (which guard failed) that led to it, if any, and the
-    guards of this frame that a later call failed (``failed``: [{guard, recompile}], the recompile it caused)."""
+    guards of this frame that a later call failed (``failed``: [{guard, recompile}], the recompile it caused).
+    Joined on the compile key, so "0/1" and "0/1_1" meet."""
     recompiles = defaultdict(list)
     rejected = defaultdict(list)  # compile id of a rejected cache entry -> what failed in it
     for recompile in dynamo.get("recompiles") or []:
-        recompiles[recompile.get("compile_id")].append(recompile)
+        recompiles[compile_key(recompile.get("compile_id"))].append(recompile)
         for entry_id, guard in failed_guards(recompile):
-            rejected[entry_id].append({"guard": guard, "recompile": recompile.get("compile_id")})
+            rejected[compile_key(entry_id)].append({"guard": guard, "recompile": recompile.get("compile_id")})
     rows = []
     for guard in dynamo.get("guards") or []:
         text = guard.get("text") or ""
@@ -278,10 +282,11 @@ def guards_by_compile_id(dynamo: dict) -> list[dict]:
                      # torch's own count where the report has it, else the guards (leaves) of the tree
                      "count": count if isinstance(count, int) else sum(
                          root["count"] if root["children"] else 1 for root in guard_tree(text, [])[0]),
-                     "recompiles": recompiles.pop(guard.get("compile_id"), []),
-                     "failed": rejected.get(guard.get("compile_id"), [])})
-    for compile_id, orphans in recompiles.items():  # a recompile whose guards were not recorded
-        rows.append({"compile_id": compile_id, "text": "", "count": 0, "recompiles": orphans, "failed": []})
+                     "recompiles": recompiles.pop(compile_key(guard.get("compile_id")), []),
+                     "failed": rejected.get(compile_key(guard.get("compile_id")), [])})
+    for orphans in recompiles.values():  # a recompile whose guards were not recorded
+        rows.append({"compile_id": orphans[0].get("compile_id"), "text": "", "count": 0, "recompiles": orphans,
+                     "failed": []})
     return rows
 
 
@@ -454,21 +459,88 @@ def ladder_chart(benchmarks: list[dict]) -> dict | None:
                                    "line": {"dash": "dot", "color": "#68717d"}}]}}
 
 
-COMPILE_STAGES = (("dynamo", "Dynamo (whole frame)"), ("aot_autograd", "AOTAutograd + backend"),
-                  ("inductor", "Inductor"), ("codegen", "code generation"), ("backward", "backward compile"))
+# The exclusive compile stages of runtime.compile_seconds, in pipeline order: they add up to its total.
+COMPILE_STAGES = (("dynamo", "Dynamo (tracing, guards, bytecode)"),
+                  ("aot_autograd", "AOTAutograd (+ pre-grad and joint passes)"),
+                  ("inductor", "Inductor (lowering, scheduling)"), ("codegen", "code generation and kernel compile"),
+                  ("inductor_and_codegen", "Inductor and code generation"),  # reports stored before they were apart
+                  ("backward", "backward compile (at the first .backward())"),
+                  ("other", "other (autotuning at the first run)"))
+COMPILE_STAGE_COLORS = ("#3f6ea5", "#8e5bd0", "#b8460b", "#c0392b", "#a07d00", "#1f7a3a", "#9aa5b1")
+# The compiles of runtime.compile_cache, as the page names them.
+COMPILE_RUNS = (("cold", "cold (this job)"), ("warmup", "graph caches empty, kernels cached"),
+                ("warm", "warm (every cache filled)"))
+CACHES = (("fx_graph", "FX graph cache"), ("aot_autograd", "AOTAutograd cache"), ("kernels", "kernel binaries"))
 
 
-def compile_stage_chart(compile_seconds: dict) -> dict | None:
-    stages = [(label, compile_seconds.get(key)) for key, label in COMPILE_STAGES
-              if isinstance(compile_seconds.get(key), (int, float))]
-    if not any(seconds for _, seconds in stages):
+def exclusive_compile_seconds(compile_seconds: dict) -> dict:
+    """runtime.compile_seconds with stages that add up to the total. Reports stored before the stages were exclusive
+    (no "other": null once validated) counted the backward's Inductor time in inductor/codegen as well as in backward: there the
+    forward's Inductor and code generation are shown as one stage, the backward taken out of it."""
+    if not compile_seconds or compile_seconds.get("other") is not None or compile_seconds.get("total") is None:
+        return compile_seconds or {}
+    legacy = dict(compile_seconds)
+    merged = (legacy.pop("inductor", 0) or 0) + (legacy.pop("codegen", 0) or 0) - (legacy.get("backward") or 0)
+    legacy["inductor_and_codegen"] = round(max(0.0, merged), 4)
+    return legacy
+
+
+def compile_runs(runtime: dict) -> list[dict]:
+    """Each compile of the same model that was timed, as {key, label, status, reason, seconds, caches}: the recorded
+    (cold) compile and, where measured, the warm ones (runtime.compile_cache)."""
+    cache = runtime.get("compile_cache") or {}
+    runs = []
+    for key, label in COMPILE_RUNS:
+        entry = cache.get(key) or ({"seconds": runtime.get("compile_seconds")} if key == "cold" else None)
+        if not entry:
+            continue
+        runs.append({"key": key, "label": label, "status": entry.get("status", "ok"), "reason": entry.get("reason"),
+                     "seconds": {"total": None, **exclusive_compile_seconds(entry.get("seconds"))},
+                     "caches": entry.get("caches") or {},
+                     "wall_seconds": entry.get("wall_seconds")})
+    return runs
+
+
+def compile_stage_table(runs: list[dict]) -> list[dict]:
+    """The table beside the chart: one row per exclusive stage any compile spent time in, one cell per compile
+    ({seconds, share of that compile's total}); a compile's cells add up to its total."""
+    rows = []
+    for key, label in COMPILE_STAGES:
+        if not any(isinstance(run["seconds"].get(key), (int, float)) for run in runs):
+            continue
+        cells = []
+        for run in runs:
+            seconds, total = run["seconds"].get(key), run["seconds"].get("total")
+            cells.append({"seconds": seconds, "share": seconds / total if isinstance(seconds, (int, float)) and total
+                          else None})
+        rows.append({"key": key, "label": label, "cells": cells})
+    return rows
+
+
+def compile_stage_chart(runtime: dict) -> dict | None:
+    """One stacked bar per timed compile (cold, and warm where measured): the segments are exclusive stages, so a
+    bar's length is its total."""
+    runs = [run for run in compile_runs(runtime) if run["status"] == "ok" and run["seconds"].get("total")]
+    if not runs:
         return None
-    return {"data": [{"type": "bar", "orientation": "h", "y": [label for label, _ in stages],
-                      "x": [seconds for _, seconds in stages], "marker": {"color": "#3f6ea5"},
-                      "text": [f"{seconds:.2f} s" for _, seconds in stages], "textposition": "auto",
-                      "hovertemplate": "%{y}: %{x:.3f} s<extra></extra>"}],
-            "layout": {"xaxis": {"title": {"text": "seconds (stages nest: each includes the ones below it)"}},
-                       "yaxis": {"autorange": "reversed"}, "margin": {"l": 170}}}
+    labels = [run["label"] for run in runs]
+    data = [{"type": "bar", "orientation": "h", "name": label, "y": labels,
+             "x": [run["seconds"].get(key) or 0 for run in runs], "marker": {"color": color},
+             "hovertemplate": f"{label}: %{{x:.3f}} s<extra></extra>"}
+            for (key, label), color in zip(COMPILE_STAGES, COMPILE_STAGE_COLORS)
+            if any(run["seconds"].get(key) for run in runs)]
+    totals = {"type": "scatter", "mode": "text", "showlegend": False, "y": labels,
+              "x": [run["seconds"]["total"] for run in runs], "textposition": "middle right",
+              "text": [f"{run['seconds']['total']:.2f} s" for run in runs], "hoverinfo": "skip"}
+    longest = max(run["seconds"]["total"] for run in runs)
+    # The legend (one entry per stage) sits above the plot, in its own margin, so that it covers no bar; the x range
+    # leaves room for the totals written after each bar.
+    return {"data": data + [totals],
+            "layout": {"barmode": "stack", "height": 190 + 50 * len(runs), "yaxis": {"autorange": "reversed"},
+                       "xaxis": {"title": {"text": "seconds (stages are exclusive: they add up to each bar's total)"},
+                                 "range": [0, longest * 1.18]},
+                       "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+                       "margin": {"l": 250, "r": 30, "t": 90}}}
 
 
 def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:

@@ -13,6 +13,7 @@ import functools
 
 import torch
 
+from contract.compile_id import compile_key
 from engine.fxgraph import op_histogram, serialize_graph, short_op
 from engine.logtap import current_compile_id
 from engine.stages.base import Collector
@@ -96,7 +97,8 @@ class AotCollector(Collector):
         for part in self.partitions:
             saved, recomputed = set(part["saved"]), set(part["recomputed"])
             for graph in self.graphs:
-                if graph["compile_id"] == part["compile_id"] and graph["kind"] == "forward":
+                if compile_key(graph["compile_id"]) == compile_key(part["compile_id"]) and graph["kind"] == "forward":
+                    saved = set(part["saved"])
                     for node in graph["nodes"]:
                         node.setdefault("marks", {})["saved"] = node["name"] in saved
                 elif graph["compile_id"] == part["compile_id"] and graph["kind"] == "backward":
@@ -111,9 +113,9 @@ class AotCollector(Collector):
             with self.ctx.guard("aot.functionalization"):
                 entry = functionalize_graph(gm, example_inputs, self.ctx.user_file, compile_id)
                 section["functionalization"].append(entry)
-                before[compile_id] = entry["after"]["ops"]
+                before[compile_key(compile_id)] = entry["after"]["ops"]
         for entry in section["decompositions"]:
-            entry["histogram_before"] = before.get(entry["compile_id"], {})
+            entry["histogram_before"] = before.get(compile_key(entry["compile_id"]), {})
 
     def _decompositions(self) -> list[dict]:
         """Per compile id: each ATen op that was decomposed -> the ops it became, and op counts after."""
@@ -121,7 +123,7 @@ class AotCollector(Collector):
         for graph in self.graphs:
             if graph["kind"] == "joint":
                 continue
-            entry = out.setdefault(graph["compile_id"], {"compile_id": graph["compile_id"], "map": {},
+            entry = out.setdefault(compile_key(graph["compile_id"]), {"compile_id": graph["compile_id"], "map": {},
                                                          "histogram_after": {}, "histogram_after_backward": {}})
             hist = entry["histogram_after_backward" if graph["kind"] == "backward" else "histogram_after"]
             for op, count in graph["ops"].items():

@@ -1,24 +1,31 @@
 """TorchDynamo: captured FX graphs, guards, graph breaks, recompiles and bytecode, per compile id.
 
 Sources: the capture backend hands every Dynamo GraphModule to ``on_graph`` (structured nodes, taken while
-node.meta is alive); the structured trace gives readable graph code, graph-break reasons and C++ guards; the
-"recompiles" artifact gives recompile reasons; ``register_bytecode_hook`` gives original and transformed
-bytecode, decompiled by depyf where it can.
+node.meta is alive); the structured trace gives readable graph code, graph-break reasons, C++ guards and their
+count, recompile reasons (JSON: one string or a list, one per rejected cache entry) and the symbols of dimensions
+that became dynamic; the "recompiles" artifact names the function; ``register_bytecode_hook`` gives original and
+transformed bytecode, decompiled by depyf where it can. Each reader of the log is declared below (logtap.PARSERS).
 """
 from __future__ import annotations
 
 import dis
+import json
 import re
 
 import torch
 
+from contract.compile_id import CompileId, compile_key
 from contract.userfile import is_user_file
+from engine import logtap
 from engine.fxgraph import op_histogram, serialize_graph
 from engine.logtap import current_compile_id
 from engine.stages.base import Collector
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)")
-_RECOMPILE_LINE = re.compile(r"^\s*-?\s*(?P<reason>\d+/\d+: .+)$")
+# One rejected cache entry in a recompile reason: "0/1: scale == 2.0   # def h(...)  # x.py:4 in h".
+_FAILED_GUARD = re.compile(r"^(?P<cid>!?[\d/_]+): (?P<guard>.*)$")
+# A tensor dimension's source in a create_symbol event: "L['x'].size()[0]", "L['self'].w.stride()[1]".
+_DIM_SOURCE = re.compile(r"^(?P<base>.+?)\.(?P<what>size|stride)\(\)\[(?P<dim>\d+)\]$")
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>[^\n]*)')
 
 
@@ -61,23 +68,33 @@ class DynamoCollector(Collector):
                 entry["decompile_error"] = f"{type(exc).__name__}: {exc}"[:300]
         self.bytecode.append(entry)
 
+    def numbered_calls(self, fn, inputs_list):
+        """``fn`` that stamps the log with the index into example_inputs of the call running (so a recompile can
+        name the call that triggered it)."""
+        tags = self.ctx.tap.tags
+
+        def call(*args, **kwargs):
+            tags["call_index"] = next((i for i, inputs in enumerate(inputs_list) if len(inputs) == len(args) and
+                                       all(a is b for a, b in zip(inputs, args))), None)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                tags.pop("call_index", None)
+
+        return call
+
     def collect(self, report: dict) -> None:
         tap = self.ctx.tap
         section = report[self.section]
-        readable = {e["compile_id"]: e["payload"] for e in tap.events("dynamo_output_graph") if e["payload"]}
+        readable = logtap.read(tap, "dynamo.graph_code")
         for graph in self.graphs:
-            graph["code"] = readable.get(graph["compile_id"], graph["code"])
+            graph["code"] = readable.get(compile_key(graph["compile_id"]), graph["code"])
         section["graphs"] = self.graphs
-        section["graph_breaks"] = parse_graph_breaks(tap.events("artifact:dynamo_graph_break_reason"),
-                                                     self.ctx.user_file)
-        section["guards"] = [{"compile_id": e["compile_id"], "text": e["payload"]}
-                             for e in tap.events("dynamo_cpp_guards_str") if e["payload"]]
-        if not section["guards"]:  # older torch: only the TORCH_LOGS "guards" artifact
-            section["guards"] = [{"compile_id": a["compile_id"], "text": a["text"]}
-                                 for a in tap.artifact_texts("guards") if "GUARDS" in a["text"] or "+-" in a["text"]]
-        section["recompiles"] = parse_recompiles(tap.events("artifact:recompile_reasons"),
-                                                 tap.artifact_texts("recompiles"))
+        section["graph_breaks"] = logtap.read(tap, "dynamo.graph_breaks", user_file=self.ctx.user_file)
+        section["guards"] = logtap.read(tap, "dynamo.guards")
+        section["recompiles"] = logtap.read(tap, "dynamo.recompiles", user_file=self.ctx.user_file)
         section["bytecode"] = self.bytecode
+        # Kept for schema-1 readers: the counts' one owner is the report's top-level summary (contract/counts.py).
         section["summary"] = {
             "graph_count": len(self.graphs),
             "graph_break_count": sum(b["count"] for b in section["graph_breaks"]),
@@ -85,7 +102,7 @@ class DynamoCollector(Collector):
             "recompile_count": len(section["recompiles"]),
             "op_count": sum(sum(g["ops"].values()) for g in self.graphs),
         }
-        if not tap.events("artifact:dynamo_graph_break_reason") and tap.artifact_texts("graph_breaks"):
+        if not section["graph_breaks"] and logtap.read(tap, "dynamo.graph_breaks_log"):
             self.ctx.mark_unavailable("dynamo.graph_break_reason_trace",
                                       "the structured trace had no graph-break artifact on this torch")
 
@@ -137,18 +154,151 @@ def _break_details(text: str) -> tuple[str, str, list[str], str | None]:
     return title, explanation, hints, link
 
 
-def parse_recompiles(trace_events: list[dict], log_records: list[dict]) -> list[dict]:
-    """Recompile reasons, one entry per new compile id: [{compile_id, reasons, reason, function}]."""
+def parse_recompiles(trace_events: list[dict], log_records: list[dict], symbol_events: list[dict] = (),
+                     user_file: str = "") -> list[dict]:
+    """Recompile reasons, one entry per new compile id: [{compile_id, failed_guards, reasons, reason, call_index,
+    dynamic_dims, text, function?, where?}] (docs/report-schema.md). ``trace_events`` are the recompile_reasons
+    artifacts (their payload is JSON: one reason or a list of them), ``log_records`` the "recompiles" log (the
+    function's name, and the reasons where the trace has none), ``symbol_events`` the create_symbol events."""
     out = []
+    newly_dynamic = _newly_dynamic(list(symbol_events))
     for e in trace_events:
-        reasons = [r.strip() for r in (e["payload"] or "").splitlines() if r.strip()]
-        out.append({"compile_id": e["compile_id"], "reasons": reasons, "reason": "; ".join(reasons)})
-    functions = [re.search(r"Recompiling function (\S+) in (\S+)", r["text"]) for r in log_records]
-    for entry, match in zip(out, [m for m in functions if m]):
-        entry["function"], entry["where"] = match[1], match[2]
-    if not out:  # torch without the recompile_reasons artifact: parse the log text
+        data = e["data"] if "data" in e else _json_or_text(e["payload"])
+        blocks = data if isinstance(data, list) else [data] if data else []
+        out.append({"compile_id": e["compile_id"], "call_index": e.get("call_index"),
+                    "failed_guards": [_failed_guard(str(b), user_file) for b in blocks if str(b).strip()]})
+    functions = {compile_key(r["compile_id"]): re.search(r"Recompiling function (\S+) in (\S+)", r["text"])
+                 for r in log_records}
+    if not out:  # no recompile_reasons artifact in the trace: the reasons from the log text
         for r in log_records:
-            reasons = [m["reason"] for m in map(_RECOMPILE_LINE.match, r["text"].splitlines()) if m]
-            if reasons:
-                out.append({"compile_id": r["compile_id"], "reasons": reasons, "reason": "; ".join(reasons)})
+            guards = [_failed_guard(b, user_file) for b in _log_reason_blocks(r["text"])]
+            if guards:
+                out.append({"compile_id": r["compile_id"], "call_index": r.get("call_index"), "failed_guards": guards})
+    for entry in out:
+        match = functions.get(compile_key(entry["compile_id"]))
+        if match:
+            entry["function"], entry["where"] = match[1], match[2]
+        entry["reasons"] = [f"{g['compile_id']}: {g['guard']}" if g["compile_id"] else g["guard"]
+                            for g in entry["failed_guards"]]
+        entry["reason"] = "; ".join(entry["reasons"])
+        entry["dynamic_dims"] = [_dynamic_dim(s) for s in newly_dynamic.get(compile_key(entry["compile_id"]), [])]
+        entry["text"] = _recompile_words(entry)
     return out
+
+
+def _newly_dynamic(symbol_events: list[dict]) -> dict[tuple, list[dict]]:
+    """compile key -> the create_symbol events of sources that were not symbolic in an earlier compile of the same
+    frame (a dimension made dynamic stays so: later recompiles create its symbol again)."""
+    seen: dict[tuple, set] = {}
+    out: dict[tuple, list[dict]] = {}
+    for event in sorted((e for e in symbol_events if CompileId.parse(e["compile_id"]) and e["metadata"]),
+                        key=lambda e: CompileId.parse(e["compile_id"])):
+        cid = CompileId.parse(event["compile_id"])
+        frame = (cid.compiled_autograd_id, cid.frame_id)
+        source = event["metadata"].get("source")
+        if source in seen.setdefault(frame, set()):
+            continue
+        seen[frame].add(source)
+        out.setdefault(cid.compile_key, []).append(event)
+    return out
+
+
+def _json_or_text(payload):
+    try:
+        return json.loads(payload) if payload else None
+    except ValueError:
+        return payload
+
+
+def _log_reason_blocks(text: str) -> list[str]:
+    """The "recompiles" log's bullet list ("    - 0/0: ...", "    - User stack trace:", ...) -> one block per
+    rejected cache entry, its continuation lines joined."""
+    blocks: list[str] = []
+    for line in text.splitlines():
+        item = line.strip()
+        if not item.startswith("-"):
+            continue
+        item = item[1:].strip()
+        if _FAILED_GUARD.match(item) and CompileId.parse(item.split(":", 1)[0]):
+            blocks.append(item)
+        elif blocks:
+            blocks[-1] += "\n" + item
+    return blocks
+
+
+def _failed_guard(block: str, user_file: str) -> dict:
+    """ "0/1: scale == 2.0   # def h(x, scale): ...  # x.py:4 in h\nUser stack trace:\n  File ..." ->
+    {compile_id, guard, location, user_line}: the guard as clean text, where torch says it came from."""
+    first, _, rest = block.strip().partition("\n")
+    match = _FAILED_GUARD.match(first)
+    cid = CompileId.parse(match["cid"]) if match else None
+    guard = match["guard"] if match and cid else first
+    guard, _, comment = guard.partition("  #")
+    location = comment.rsplit("#", 1)[-1].strip() if "#" in comment else None
+    frames = [{"file": m["file"], "line": int(m["line"]), "func": m["func"], "code": m["code"].strip()}
+              for m in _FRAME.finditer(rest)]
+    in_user = [f for f in frames if is_user_file(f["file"], user_file)] if user_file else frames
+    return {"compile_id": str(cid) if cid else None, "guard": guard.strip(), "location": location,
+            "user_line": (in_user or frames or [None])[-1]}
+
+
+def _dynamic_dim(event: dict) -> dict:
+    meta = event["metadata"]
+    source, symbol, value = meta.get("source") or "?", meta.get("symbol"), meta.get("val")
+    value = None if value is None else str(value)
+    dim = _DIM_SOURCE.match(source)
+    if dim:
+        what = "Dimension" if dim["what"] == "size" else "The stride of dimension"
+        subject = f"{what} {dim['dim']} of {_source_name(dim['base'])}"
+    else:
+        subject = f"The value of {_source_name(source)}"
+    text = (f"{subject} became dynamic (symbol {symbol}, {value} in this call): it changed since the previous "
+            "compile, so Dynamo compiled this graph for any value (automatic dynamic shapes) and later calls that "
+            "differ only there reuse it")
+    return {"symbol": symbol, "source": source, "value": value, "text": text}
+
+
+def _source_name(source: str) -> str:
+    """Dynamo's source spelling -> the user's: "L['x']" -> "x", "L['self'].lin.weight" -> "self.lin.weight"."""
+    return re.sub(r"[LG]\['([^']+)'\]", r"\1", source)
+
+
+def _recompile_words(entry: dict) -> str:
+    call = f"the call on example_inputs[{entry['call_index']}]" if entry.get("call_index") is not None \
+        else "a later call"
+    function = f" {entry['function']}" if entry.get("function") else ""
+    failed = "; ".join(f"compile {g['compile_id']} rejected it: {g['guard']}" if g["compile_id"] else g["guard"]
+                       for g in entry["failed_guards"]) or "torch recorded no reason"
+    words = f"Recompiled{function} for {call} (compile {entry['compile_id']}): {failed}."
+    for dim in entry["dynamic_dims"]:
+        words += f" {dim['text']}."
+    return words
+
+
+def _guards(log) -> list[dict]:
+    counts = {compile_key(e["compile_id"]): (e["metadata"] or {}).get("guard_count")
+              for e in log.events("compilation_metrics")}
+    guards = [{"compile_id": e["compile_id"], "text": e["payload"]}
+              for e in log.events("dynamo_cpp_guards_str") if e["payload"]]
+    if not guards:  # older torch: only the TORCH_LOGS "guards" artifact
+        guards = [{"compile_id": a["compile_id"], "text": a["text"]}
+                  for a in log.artifact_texts("guards") if "GUARDS" in a["text"] or "+-" in a["text"]]
+    for guard in guards:
+        guard["count"] = counts.get(compile_key(guard["compile_id"]))
+    return guards
+
+
+logtap.declare("dynamo.graph_code", trace=("dynamo_output_graph",),
+               read=lambda log: {compile_key(e["compile_id"]): e["payload"]
+                                 for e in log.events("dynamo_output_graph") if e["payload"]})
+logtap.declare("dynamo.graph_breaks", trace=("artifact:dynamo_graph_break_reason",),
+               read=lambda log, user_file: parse_graph_breaks(log.events("artifact:dynamo_graph_break_reason"),
+                                                              user_file))
+# Only to tell "this torch's trace has no graph-break artifact" from "no graph break".
+logtap.declare("dynamo.graph_breaks_log", logs=("graph_breaks",), read=lambda log: log.artifact_texts("graph_breaks"))
+logtap.declare("dynamo.guards", trace=("dynamo_cpp_guards_str", "compilation_metrics"), logs=("guards",),
+               read=_guards)
+logtap.declare("dynamo.recompiles", trace=("artifact:recompile_reasons", "create_symbol"), logs=("recompiles",),
+               read=lambda log, user_file="": parse_recompiles(log.events("artifact:recompile_reasons"),
+                                                               log.artifact_texts("recompiles"),
+                                                               log.events("create_symbol"), user_file))

@@ -9,11 +9,12 @@ recorded compile, so none of this is hidden by a cache hit (kernel binaries may 
 """
 from __future__ import annotations
 
-import json
 import re
 
 import torch
 
+from contract.compile_id import compile_key
+from engine import logtap
 from engine.fxgraph import op_histogram, serialize_graph, short_op, user_frames
 from engine.logtap import current_compile_id
 from engine.stages.base import Collector
@@ -48,7 +49,8 @@ class InductorCollector(Collector):
         self.aot = aot
         self.current_kind = None
         self.post_grad: list[dict] = []
-        self.scheduler: dict[tuple, dict] = {}  # (compile_id, kind) -> {"nodes": {op: info}, "groups": [...]}
+        # (compile key, kind) -> {"compile_id", "nodes": {op: info}, "groups": [...]}
+        self.scheduler: dict[tuple, dict] = {}
 
     def install(self) -> None:
         import torch._functorch.config as functorch_config
@@ -106,7 +108,7 @@ class InductorCollector(Collector):
         """The user's lines behind a kernel: those of the post-grad nodes it was fused from."""
         wanted = set(kernel["source_nodes"])
         for graph in self.post_grad:
-            if graph["compile_id"] == kernel["compile_id"] and graph["kind"] == kernel["graph_kind"]:
+            if compile_key(graph["compile_id"]) == compile_key(kernel["compile_id"]) and graph["kind"] == kernel["graph_kind"]:
                 return _user_lines_of([n for n in graph["nodes"] if n["name"] in wanted])
         return []
 
@@ -119,8 +121,9 @@ class InductorCollector(Collector):
         self.post_grad.append(data)
 
     def _scheduler_entry(self):
-        key = (current_compile_id(), self.current_kind or "inference")
-        return self.scheduler.setdefault(key, {"nodes": {}, "groups": []})
+        compile_id = current_compile_id()
+        key = (compile_key(compile_id), self.current_kind or "inference")
+        return self.scheduler.setdefault(key, {"compile_id": compile_id, "nodes": {}, "groups": []})
 
     def _record_pre_fusion(self, nodes):
         if self.ctx.recording:
@@ -144,44 +147,44 @@ class InductorCollector(Collector):
 
         tap = self.ctx.tap
         section = report[self.section]
-        outputs = group_output_code(tap.trace)
+        outputs = logtap.read(tap, "inductor.output_code")
         section["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]}
                                   for o in outputs]
         section["kernels"] = [k for o in outputs for k in parse_kernels(o, self.ctx.user_file)]
-        input_dtypes = {(g["compile_id"], g["kind"], n["name"]): n.get("dtype") for g in self.post_grad
+        input_dtypes = {(compile_key(g["compile_id"]), g["kind"], n["name"]): n.get("dtype") for g in self.post_grad
                         for n in g["nodes"] if n["op"] == "placeholder"}
         for output in outputs:
             estimate_kernel_bytes([k for k in section["kernels"] if k["compile_id"] == output["compile_id"]
                                    and k["graph_kind"] == output["kind"]], output, input_dtypes)
         for kernel in section["kernels"]:
             if not kernel["source_nodes"]:  # no source-node comment (CPU kernels, some Triton reductions)
-                sched = self.scheduler.get((kernel["compile_id"], kernel["graph_kind"]), {"nodes": {}})
+                sched = self.scheduler.get((compile_key(kernel["compile_id"]), kernel["graph_kind"]), {"nodes": {}})
                 kernel["source_nodes"] = nodes_from_buffer_writes(kernel, sched["nodes"])
                 kernel["provenance"] = "buffer writes" if kernel["source_nodes"] else None
-        targets = {(g["compile_id"], g["kind"], n["name"]): n["target"] for g in self.post_grad for n in g["nodes"]}
+        targets = {(compile_key(g["compile_id"]), g["kind"], n["name"]): n["target"]
+                   for g in self.post_grad for n in g["nodes"]}
         for kernel in section["kernels"]:
             if not kernel["aten_ops"]:
-                ops = (targets.get((kernel["compile_id"], kernel["graph_kind"], n)) for n in kernel["source_nodes"])
+                ops = (targets.get((compile_key(kernel["compile_id"]), kernel["graph_kind"], n))
+                       for n in kernel["source_nodes"])
                 kernel["aten_ops"] = list(dict.fromkeys(short_op(t) for t in ops if t))
             if not kernel["source_lines"]:
                 kernel["source_lines"] = self._user_lines(kernel)
-        kernel_of = {(k["compile_id"], k["graph_kind"], n): k["name"] for k in section["kernels"]
+        kernel_of = {(compile_key(k["compile_id"]), k["graph_kind"], n): k["name"] for k in section["kernels"]
                      for n in k["source_nodes"]}
         for graph in self.post_grad:
             for node in graph["nodes"]:
-                kernel = kernel_of.get((graph["compile_id"], graph["kind"], node["name"]))
+                kernel = kernel_of.get((compile_key(graph["compile_id"]), graph["kind"], node["name"]))
                 node["marks"] = {"kernel": kernel}
         section["post_grad_graphs"] = self.post_grad
-        for name in ("ir_pre_fusion", "ir_post_fusion"):
-            section[name] = [{"compile_id": a["compile_id"], "kind": a.get("graph_kind"), "text": a["text"]}
-                             for a in tap.artifact_texts(name)]
-        section["fusion_decisions"] = parse_fusion_log(tap.artifact_texts("fusion"), self.scheduler)
-        section["scheduler"] = [{"compile_id": cid, "kind": kind, **entry}
-                                for (cid, kind), entry in self.scheduler.items()]
+        section.update(logtap.read(tap, "inductor.ir"))
+        section["fusion_decisions"] = logtap.read(tap, "inductor.fusion", scheduler=self.scheduler)
+        section["scheduler"] = [{"kind": kind, **entry} for (_, kind), entry in self.scheduler.items()]
         section["metrics"] = {"kernel_count": len(section["kernels"]),
                               "generated_kernel_count": getattr(metrics, "generated_kernel_count", None),
                               "num_bytes_accessed": getattr(metrics, "num_bytes_accessed", None)}
-        section["perf_hints"] = [a["text"] for a in tap.artifact_texts("perf_hints")]
+        section["library_calls"] = [call for o in outputs for call in library_calls(o)]
+        section["perf_hints"] = logtap.read(tap, "inductor.perf_hints")
         if not outputs:
             self.ctx.mark_unavailable("inductor.output_code", "no inductor_output_code event in the trace")
 
@@ -222,13 +225,34 @@ def group_output_code(trace: list[dict]) -> list[dict]:
             outputs.append({"compile_id": event["compile_id"], "kind": kind["kind"] if kind else "inference",
                             "code": event["payload"], "node_mappings": {}, "stack_traces": {}})
         elif event["event"].startswith("artifact:inductor_provenance_tracking") and outputs and event["payload"]:
-            try:
-                data = json.loads(event["payload"])
-            except ValueError:
+            data = event.get("data")  # decoded by the log tap, which counts a payload that is not JSON
+            if not isinstance(data, dict):
                 continue
             key = "node_mappings" if event["event"].endswith("node_mappings") else "stack_traces"
             outputs[-1][key] = data
     return outputs
+
+
+# A call to a library kernel from the output code's call(): "extern_kernels.mm(", "torch.ops.aten.sort.default(".
+_LIBRARY_CALL = re.compile(r"^\s*(?:[\w, ]+= )?(?P<name>extern_kernels\.\w+|torch\.ops\.aten\.\w+(?:\.\w+)?|"
+                           r"aten\.\w+(?:\.\w+)?)\(", re.M)
+
+
+def kernel_count(code: str) -> int:
+    """Kernels an output code defines (generated by Inductor)."""
+    return sum(1 for _ in _KERNEL_DEF.finditer(code))
+
+
+def library_calls(output: dict) -> list[dict]:
+    """Calls of one output code to library kernels (extern mm/addmm, ATen fallbacks) rather than generated ones:
+    [{compile_id, graph_kind, name, count}]. Kernel sources (inside triple quotes) and comments are skipped."""
+    code = _KERNEL_DEF.sub("", output["code"])
+    counts: dict[str, int] = {}
+    for match in _LIBRARY_CALL.finditer(code):
+        name = match["name"].removeprefix("torch.ops.")
+        counts[name] = counts.get(name, 0) + 1
+    return [{"compile_id": output["compile_id"], "graph_kind": output["kind"], "name": name, "count": count}
+            for name, count in sorted(counts.items())]
 
 
 def parse_kernels(output: dict, user_file: str) -> list[dict]:
@@ -271,7 +295,8 @@ def parse_fusion_log(records: list[dict], scheduler: dict) -> list[dict]:
     """Fusion log lines -> [{action: fused|not_fused, first, second, reason, first_ops, second_ops, count}]."""
     decisions: dict[tuple, dict] = {}
     for record in records:
-        key_sched = scheduler.get((record["compile_id"], record.get("graph_kind") or "inference"), {"nodes": {}})
+        key_sched = scheduler.get((compile_key(record["compile_id"]), record.get("graph_kind") or "inference"),
+                                  {"nodes": {}})
         for line in record["text"].splitlines():
             line = line.strip()
             fused, not_fused = _FUSING.match(line), _NOT_FUSING.match(line)
@@ -318,7 +343,7 @@ def estimate_kernel_bytes(kernels: list[dict], output: dict, input_dtypes: dict)
     for m in _BUFFER.finditer(code):
         sizes[m["name"]] = (m["size"], m["dtype"])
     for m in _INPUT_SIZE.finditer(code):
-        dtype = input_dtypes.get((output["compile_id"], output["kind"], m["name"]))
+        dtype = input_dtypes.get((compile_key(output["compile_id"]), output["kind"], m["name"]))
         if dtype:
             sizes.setdefault(m["name"], (m["size"], dtype))
     for kernel in kernels:
@@ -342,3 +367,16 @@ def estimate_kernel_bytes(kernels: list[dict], output: dict, input_dtypes: dict)
             known += 1
         if known:
             kernel["bytes_accessed"], kernel["bytes_source"] = total, "estimate: buffer sizes"
+
+
+logtap.declare("inductor.output_code", trace=("inductor_output_code", "artifact:inductor_provenance_tracking_node_mappings",
+                                              "artifact:inductor_provenance_tracking_kernel_stack_traces"),
+               read=lambda log: group_output_code(log.trace))
+logtap.declare("inductor.ir", logs=("ir_pre_fusion", "ir_post_fusion"),
+               read=lambda log: {name: [{"compile_id": a["compile_id"], "kind": a.get("graph_kind"), "text": a["text"]}
+                                        for a in log.artifact_texts(name)]
+                                 for name in ("ir_pre_fusion", "ir_post_fusion")})
+logtap.declare("inductor.fusion", logs=("fusion",),
+               read=lambda log, scheduler: parse_fusion_log(log.artifact_texts("fusion"), scheduler))
+logtap.declare("inductor.perf_hints", logs=("perf_hints",),
+               read=lambda log: [a["text"] for a in log.artifact_texts("perf_hints")])

@@ -26,7 +26,7 @@ def test_post_queues_a_run_and_answers_202(client, broker_messages):
     # Every stage the job will run is pending; those its configs never run (no Inductor config) are skipped.
     assert {s["stage"]: s["state"] for s in status["stages"]} == {
         "load": "pending", "eager": "pending", "dynamo": "pending", "aot": "pending", "inductor": "skipped",
-        "report": "pending", "benchmark": "pending", "profile": "skipped"}
+        "report": "pending", "benchmark": "pending", "profile": "skipped", "warm_compile": "skipped"}
     assert status["error"] is None and status["report_url"] is None
 
     second = client.post("/api/runs", json={"code": SEED, "configs": FAST_CONFIGS}).get_json()

@@ -24,12 +24,13 @@ TABS = {"overview": "Overview", **STAGE_TABS}
 EXTRA_SECTIONS = {"inductor": ["runtime"], "runtime": ["timeline"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
 DRAWN_FIELDS = {
-    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode"},
+    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "summary"},
     "aot": {"graphs", "partitions", "functionalization", "decompositions"},
-    "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion"},
+    "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion",
+                 "library_calls", "metrics"},
     # timing, recorded_config, first_call_ms: in the ledes; job_seconds: the Overview's "the whole job took".
-    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile", "cudagraphs", "timing",
-                "recorded_config", "first_call_ms", "job_seconds"},
+    "runtime": {"benchmarks", "compile_seconds", "compile_cache", "compile_timeline", "kernel_profile", "cudagraphs",
+                "timing", "recorded_config", "first_call_ms", "job_seconds"},
 }
 
 

@@ -1,0 +1,355 @@
+"""Issue 9's compile figures (recompiles, compile ids, compile times, counts) and issue 12's log-reader registry.
+
+Most tests read the logs recorded on an H200 with torch 2.11 (tests/fixtures/traces-h200-torch2.11, no compile
+needed); the rest run fresh jobs on this machine's torch (2.13) with cheap backends, and the seed's shared Inductor
+job for cold vs warm.
+"""
+import json
+import os
+
+import pytest
+
+from contract.compile_id import CompileId, canonical, compile_key
+from contract.counts import COUNTS, summarize
+from engine import logtap
+from engine.logtap import LoadedLog, UndeclaredInput, artifacts_read, load_trace_log
+from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the Dynamo readers
+from engine.stages import inductor as inductor_stage
+from engine.stages.dynamo import parse_recompiles
+from engine.stages.runtime import compile_seconds
+from engine.warm import cache_counts
+from tests.engine.conftest import run_code
+from webapp import reportview
+
+TRACES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "traces-h200-torch2.11")
+
+
+def recorded(name) -> LoadedLog:
+    return LoadedLog.load(os.path.join(TRACES, f"{name}.trace.log"), os.path.join(TRACES, f"{name}.torch_logs.txt"))
+
+
+# --- one compile-id type ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, parsed, spelled", [
+    ("0/0", CompileId(0, 0), "0/0"),
+    ("0/0_1", CompileId(0, 0, 1), "0/0_1"),
+    ("[1/2_3]", CompileId(1, 2, 3), "1/2_3"),
+    ("[0/0]", CompileId(0, 0), "0/0"),
+    ("!1/0/2", CompileId(0, 2, 0, 1), "!1/0/2"),
+])
+def test_compile_id_reads_every_spelling_and_writes_one(text, parsed, spelled):
+    assert CompileId.parse(text) == parsed and str(parsed) == spelled == canonical(text)
+
+
+def test_the_attempts_of_one_compile_share_a_join_key():
+    assert compile_key("0/0") == compile_key("0/0_1") == compile_key("[0/0_2]") != compile_key("0/1")
+    assert CompileId.parse(None) is None and CompileId.parse("abc") is None and compile_key("") is None
+    assert CompileId.from_trace({"frame_id": 1, "frame_compile_id": 0, "attempt": 1}) == CompileId(1, 0, 1)
+
+
+def test_a_restarted_compiles_kernels_meet_their_post_grad_graph():
+    """graph_break under Inductor: its kernels carry the trace's "0/0_1", the post-grad graph the spelling of the
+    in-process compile context ("0/0" in reports stored so far): the page's join used to miss them."""
+    outputs = logtap.read(recorded("graph_break"), "inductor.output_code")
+    kernels = [k for o in outputs for k in inductor_stage.parse_kernels(o, "graph_break.py")]
+    assert [k["compile_id"] for k in kernels] == ["0/0_1", "1/0_1", "2/0"]
+    inductor = {"post_grad_graphs": [{"compile_id": "0/0", "kind": "inference"},
+                                     {"compile_id": "1/0", "kind": "inference"},
+                                     {"compile_id": "2/0", "kind": "inference"}]}
+    assert [reportview.graph_id_of_kernel(inductor, k) for k in kernels] == ["postgrad-0", "postgrad-1", "postgrad-2"]
+    aot = {"graphs": [{"compile_id": "0/0", "kind": "inference"}]}
+    assert reportview.graph_id_by_kind(aot, "0/0_1", "inference") == "aot-0"
+
+
+def test_torch_logs_prefixes_become_the_reports_spelling():
+    records = recorded("graph_break").artifacts["fusion"]
+    assert {r["compile_id"] for r in records} == {"0/0_1", "1/0_1", "2/0"}
+
+
+# --- recompiles ----------------------------------------------------------------------------------------------
+
+def test_recompile_reasons_are_clean_text_not_json_fragments_on_torch_2_11():
+    log = recorded("recompile")
+    first, second = parse_recompiles(log.events("artifact:recompile_reasons"), [])
+    assert first["reasons"] == ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"]
+    assert second["reasons"] == ["0/1: tensor 'x' dtype mismatch. expected Float, actual Double",
+                                 "0/0: tensor 'x' dtype mismatch. expected Float, actual Double"]
+    assert [g["compile_id"] for g in second["failed_guards"]] == ["0/1", "0/0"]
+    assert not any(r.startswith(("[", '"')) or r.endswith(('",', "]")) for r in first["reasons"] + second["reasons"])
+
+
+def test_recompile_says_which_dimension_became_dynamic_on_torch_2_11():
+    first, second = logtap.read(recorded("recompile"), "dynamo.recompiles", user_file="recompile.py")
+    (dim,) = first["dynamic_dims"]
+    assert dim["symbol"] == "s77" and dim["source"] == "L['x'].size()[0]" and dim["value"] == "6"
+    assert dim["text"].startswith("Dimension 0 of x became dynamic (symbol s77") and "automatic dynamic" in dim["text"]
+    assert second["dynamic_dims"] == []  # already dynamic since 0/1: the dtype is what failed
+    assert first["function"] == "h" and "size mismatch" in first["text"]
+
+
+RECOMPILING = """import torch
+
+
+def h(x, scale):
+    return (x * scale).relu() + x.shape[0]
+
+
+model = h
+example_inputs = [(torch.randn(4, 8), 2.0), (torch.randn(6, 8), 2.0), (torch.randn(8, 8), 3.0)]
+"""
+
+
+@pytest.fixture(scope="module")
+def recompiling(tmp_path_factory):
+    report, _ = run_code(tmp_path_factory.mktemp("recompiling"), RECOMPILING, configs=["eager", "backend_eager"])
+    assert report["status"] == "ok", report["failure"]
+    return report
+
+
+def test_each_recompile_names_its_call_its_failed_guards_and_its_dynamic_dims(recompiling):
+    """torch 2.13, a fresh run: the guard that failed is clean text (with the user's line where torch gives one),
+    the call is the index into example_inputs, and a dimension or scalar made dynamic is said in words."""
+    first, second = recompiling["dynamo"]["recompiles"]
+    assert (first["compile_id"], first["call_index"], second["compile_id"], second["call_index"]) == \
+        ("0/1", 1, "0/2", 2)
+    assert first["reasons"] == ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"]
+    assert [d["symbol"][0] for d in first["dynamic_dims"]] == ["s"]
+    assert first["dynamic_dims"][0]["source"] == "L['x'].size()[0]"
+    scale_guard, size_guard = second["failed_guards"]
+    assert (scale_guard["compile_id"], scale_guard["guard"]) == ("0/1", "scale == 2.0")
+    assert scale_guard["user_line"]["line"] == 5 and scale_guard["user_line"]["file"].endswith("model.py")
+    assert size_guard["guard"] == "tensor 'x' size mismatch at index 0. expected 4, actual 8"
+    assert second["reasons"] == ["0/1: scale == 2.0", "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8"]
+    assert [d["source"] for d in second["dynamic_dims"]] == ["L['scale']"]  # x's dim 0 was dynamic already
+    assert "example_inputs[2]" in second["text"] and "The value of scale became dynamic" in second["text"]
+    assert "User stack trace" not in json.dumps(second["reasons"])
+
+
+def test_guard_counts_are_torchs_and_the_same_everywhere(recompiling):
+    guards = recompiling["dynamo"]["guards"]
+    assert [g["compile_id"] for g in guards] == ["0/0", "0/1", "0/2"] and all(g["count"] > 0 for g in guards)
+    assert recompiling["summary"]["counts"]["guards"] == sum(g["count"] for g in guards)
+    rows = reportview.guards_by_compile_id(recompiling["dynamo"])
+    assert [r["count"] for r in rows] == [g["count"] for g in guards]
+    assert [r["compile_id"] for r in rows[1]["recompiles"]] == ["0/1"]
+
+
+def test_guard_count_on_the_page_is_torchs_not_a_count_of_lines():
+    (guards,) = logtap.read(recorded("seed_default"), "dynamo.guards")
+    assert guards["count"] == 12  # CompilationMetrics.guard_count of the recorded compile
+    (row,) = reportview.guards_by_compile_id({"guards": [guards], "recompiles": []})
+    assert row["count"] == 12
+
+
+def test_a_restarted_frames_graph_code_and_breaks_meet(explore):
+    """graph_break on this torch: Dynamo restarts frames 0 and 1 ("0/0_1"); the readable code from the trace and the
+    breaks (seen in attempt 0) join the graphs captured in attempt 1."""
+    report = explore("graph_break", ["eager", "backend_eager", "aot_eager"])
+    graphs = report["dynamo"]["graphs"]
+    assert [g["compile_id"] for g in graphs] == ["0/0_1", "1/0_1", "2/0"]
+    assert all("[64, 1]" in g["code"] for g in graphs)  # the trace's code (with strides), not the fallback
+    assert [compile_key(b["compile_ids"][0]) for b in report["dynamo"]["graph_breaks"]] == \
+        [compile_key(g["compile_id"]) for g in graphs[:2]]
+    assert {compile_key(g["compile_id"]) for g in report["aot"]["graphs"]} == {compile_key(g["compile_id"])
+                                                                              for g in graphs}
+    assert report["summary"]["counts"]["graph_breaks"] == 2 and report["summary"]["counts"]["unique_graph_breaks"] == 2
+
+
+def test_graph_breaks_kernels_under_inductor_meet_their_graphs_and_lines(explore):
+    """The false reading of issue 9: with the frames restarted ("0/0_1"), the kernels (compile ids from the trace)
+    missed their post-grad graphs (from the compile context), so their nodes and the user's lines were lost."""
+    report = explore("graph_break", ["eager", "inductor_default"])
+    assert report["status"] == "ok", report["failure"]
+    inductor = report["inductor"]
+    kernels = inductor["kernels"]
+    post_grad = [g["compile_id"] for g in inductor["post_grad_graphs"]]
+    assert post_grad == ["0/0_1", "1/0_1", "2/0"] and {k["compile_id"] for k in kernels} == set(post_grad)
+    assert all(k["source_nodes"] and k["aten_ops"] and k["source_lines"] for k in kernels)
+    assert [reportview.graph_id_of_kernel(inductor, k) for k in kernels] == [
+        f"postgrad-{post_grad.index(k['compile_id'])}" for k in kernels]
+    marked = {n["marks"]["kernel"] for g in inductor["post_grad_graphs"] for n in g["nodes"] if n["marks"]}
+    assert {k["name"] for k in kernels} <= marked
+    assert report["summary"]["counts"]["generated_kernels"] == len(kernels)
+
+
+# --- compile times that add up -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["mlp_train_bf16", "seed_default", "graph_break"])
+def test_compile_stages_are_exclusive_and_add_up_to_the_total(name):
+    metrics = logtap.read(recorded(name), "runtime.compile_metrics")
+    seconds = compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"])
+    stages = ("dynamo", "aot_autograd", "inductor", "codegen", "backward", "other")
+    assert list(seconds) == [*stages, "total"] and all(seconds[s] >= 0 for s in stages)
+    assert sum(seconds[s] for s in stages) == pytest.approx(seconds["total"], abs=1e-3)
+    frame = sum(m["entire_frame_compile_time_s"] for m in metrics["forward"])
+    assert seconds["total"] >= frame - 1e-3  # every compile second torch timed is in the total
+
+
+def test_training_compile_counts_the_backward_once():
+    metrics = logtap.read(recorded("mlp_train_bf16"), "runtime.compile_metrics")
+    seconds = compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"])
+    (forward,), (backward,) = metrics["forward"], metrics["backward"]
+    assert seconds["backward"] == pytest.approx(backward["backward_cumulative_compile_time_us"] / 1e6, abs=1e-3)
+    assert seconds["codegen"] == pytest.approx(forward["code_gen_time_s"], abs=1e-3)  # the forward's only
+    assert seconds["codegen"] + seconds["backward"] <= seconds["total"]
+
+
+def test_the_compile_chart_and_table_show_exclusive_stages_that_add_up():
+    metrics = logtap.read(recorded("mlp_train_bf16"), "runtime.compile_metrics")
+    runtime = {"compile_seconds": compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"])}
+    (cold,) = reportview.compile_runs(runtime)
+    column = [row["cells"][0]["seconds"] for row in reportview.compile_stage_table([cold])]
+    assert sum(column) == pytest.approx(runtime["compile_seconds"]["total"], abs=1e-3)
+    chart = reportview.compile_stage_chart(runtime)
+    assert chart["layout"]["barmode"] == "stack" and "nest" not in json.dumps(chart["layout"])
+    assert "add up" in chart["layout"]["xaxis"]["title"]["text"]
+
+
+def test_a_stored_report_with_nested_stages_is_shown_adding_up():
+    """Reports stored before the fix double-counted the backward (in inductor/codegen and in backward)."""
+    old = {"dynamo": 0.37, "aot_autograd": 1.26, "inductor": 1.17, "codegen": 3.11, "backward": 1.8, "total": 5.91}
+    shown = reportview.exclusive_compile_seconds(old)
+    parts = [v for k, v in shown.items() if k != "total"]
+    assert sum(parts) == pytest.approx(old["total"], abs=1e-2) and "inductor_and_codegen" in shown
+
+
+def test_cache_counts_read_torchs_counters_and_the_cache_folders():
+    from collections import Counter, defaultdict
+
+    counters = defaultdict(Counter, {"inductor": Counter(fxgraph_cache_hit=1),
+                                     "aot_autograd": Counter(autograd_cache_miss=2)})
+    caches = cache_counts(counters, kernels=3, binaries_written=7)
+    assert caches["fx_graph"] == {"hits": 1, "misses": 0, "bypasses": 0}
+    assert caches["aot_autograd"]["misses"] == 2
+    assert caches["kernels"] == {"hits": 0, "misses": 3, "generated": 3, "binaries_written": 7}
+    assert cache_counts(counters, kernels=3, binaries_written=0)["kernels"]["hits"] == 3
+
+
+@pytest.fixture(scope="module")
+def seed(explore):  # the same shared job as test_examples.py's seed
+    return explore("seed", ["eager", "inductor_default", "inductor_reduce_overhead"])
+
+
+def test_cold_and_warm_compiles_of_the_seed_with_cache_hits_per_stage(seed):
+    cache = seed["runtime"]["compile_cache"]
+    cold, warmup, warm = cache["cold"], cache["warmup"], cache["warm"]
+    assert warmup["status"] == warm["status"] == "ok", (warmup, warm)
+    assert cold["seconds"] == seed["runtime"]["compile_seconds"]
+    assert cold["caches"]["kernels"]["misses"] == 1  # the one fused kernel, built from nothing
+    assert warmup["caches"]["fx_graph"]["misses"] >= 1 and warmup["caches"]["aot_autograd"]["misses"] >= 1
+    assert warm["caches"]["fx_graph"]["hits"] >= 1 and warm["caches"]["fx_graph"]["misses"] == 0
+    assert warm["caches"]["aot_autograd"]["hits"] >= 1 and warm["caches"]["aot_autograd"]["misses"] == 0
+    assert warm["caches"]["kernels"] == {"hits": 1, "misses": 0, "generated": 1, "binaries_written": 0, "state": None}
+    assert warm["seconds"]["codegen"] < cold["seconds"]["codegen"]  # nothing left to generate or build
+    stages = ("dynamo", "aot_autograd", "inductor", "codegen", "backward", "other")
+    assert sum(warm["seconds"][s] for s in stages) == pytest.approx(warm["seconds"]["total"], abs=1e-3)
+    assert any(s["name"] == "warm_compile" for s in seed["stages"])
+
+
+# --- one name per count --------------------------------------------------------------------------------------
+
+def test_kernels_are_counted_as_generated_and_library_calls():
+    log = recorded("mlp_train_bf16")
+    outputs = logtap.read(log, "inductor.output_code")
+    kernels = [k for o in outputs for k in inductor_stage.parse_kernels(o, "mlp_train_bf16.py")]
+    calls = [c for o in outputs for c in inductor_stage.library_calls(o)]
+    assert [(c["graph_kind"], c["name"], c["count"]) for c in calls] == [
+        ("forward", "extern_kernels.addmm", 2), ("backward", "extern_kernels.mm", 4)]
+    summary = summarize({"inductor": {"kernels": kernels, "library_calls": calls}})
+    assert summary["counts"]["generated_kernels"] == len(kernels) == 9
+    assert summary["counts"]["library_calls"] == 6
+    assert summary["library_call_names"] == {"extern_kernels.mm": 4, "extern_kernels.addmm": 2}
+
+
+def test_the_summary_counts_occurrences_and_unique_breaks_and_torchs_guards():
+    report = {"dynamo": {"graphs": [{}, {}], "graph_breaks": [{"count": 3}, {"count": 1}], "recompiles": [{}],
+                         "guards": [{"count": 7}, {"count": 5}]}, "aot": {"graphs": [{}]}}
+    counts = summarize(report)["counts"]
+    assert list(counts) == [key for key, _, _ in COUNTS]
+    assert counts == {"dynamo_graphs": 2, "graph_breaks": 4, "unique_graph_breaks": 2, "recompiles": 1,
+                      "guards": 12, "aot_graphs": 1, "generated_kernels": 0, "library_calls": 0}
+    report["dynamo"]["guards"].append({"count": None})  # torch did not report one frame's count: unknown, not less
+    assert summarize(report)["counts"]["guards"] is None
+
+
+def test_a_finished_report_carries_its_summary(recompiling):
+    assert recompiling["summary"]["counts"] == summarize(recompiling)["counts"]
+    assert recompiling["summary"]["counts"]["recompiles"] == 2
+
+
+# --- the log-reader registry ---------------------------------------------------------------------------------
+
+NOT_READ = ("schedule", "output_code", "aot_graphs", "post_grad_graphs", "inductor_metrics")
+
+
+def test_only_artifacts_a_reader_declares_are_switched_on(recompiling):
+    declared = artifacts_read()
+    assert not set(NOT_READ) & set(declared)
+    assert {"fusion", "ir_pre_fusion", "ir_post_fusion", "recompiles", "cudagraphs"} <= set(declared)
+    logs = recompiling["logs"]
+    assert logs["artifacts_enabled"] == declared and logs["artifacts_unknown"] == []
+    assert {p["name"] for p in logs["parsers"]} >= {"dynamo.recompiles", "inductor.fusion", "runtime.timeline"}
+    assert logs["records"]["compilation_metrics"] == 3 and logs["malformed"]["count"] == 0
+    # After the recorded compile only the ladder's CUDA-graph reasons stay on.
+    assert artifacts_read(after_capture_only=True) == ["cudagraphs", "perf_hints"]
+
+
+def test_a_reader_sees_only_what_it_declared():
+    logtap.declare("test.sneaky", logs=("fusion",), read=lambda log: log.artifact_texts("output_code"))
+    try:
+        with pytest.raises(UndeclaredInput, match="output_code"):
+            logtap.read(recorded("seed_default"), "test.sneaky")
+    finally:
+        del logtap.PARSERS["test.sneaky"]
+
+
+def test_malformed_records_are_counted_not_dropped(tmp_path):
+    good = open(os.path.join(TRACES, "recompile.trace.log")).read().splitlines(keepends=True)
+    prefix = good[0].split("] ", 1)[0] + "] "
+    broken = (good[:40] + ["this is not a trace record\n",
+                           prefix + json.dumps({"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0}) + "\n",
+                           "\t{not json\n",
+                           prefix + json.dumps({"artifact": {"name": "recompile_reasons", "encoding": "json"},
+                                                "frame_id": 0, "frame_compile_id": 1}) + "\n",
+                           '\t["0/0: cut off\n'] + good[40:])
+    path = tmp_path / "broken.trace.log"
+    path.write_text("".join(broken))
+    log = LoadedLog.load(str(path))
+    assert log.summary()["malformed"]["by_kind"] == {"trace_line": 1, "trace_json": 2}
+    assert len(load_trace_log(str(path))) == len(load_trace_log(os.path.join(TRACES, "recompile.trace.log"))) + 2
+    assert logtap.read(log, "runtime.timeline")  # the rest is still read
+
+
+def test_after_the_recorded_compile_only_the_ladders_artifacts_stay_on_and_nothing_reaches_stderr():
+    """In a fresh process (logging is process-global): set_logs puts torch's stderr handlers back each time it is
+    called, so narrowing the artifacts must take them over again."""
+    import subprocess
+    import sys
+
+    code = """
+import logging, torch
+from engine.logtap import LogTap, artifacts_read
+import engine.stages.runtime, engine.stages.dynamo, engine.stages.inductor
+from torch._logging._internal import log_registry, log_state
+tap = LogTap(); tap.install(); tap.uninstall_trace()
+foreign = [q for q in log_registry.get_log_qnames() for h in logging.getLogger(q).handlers if h is not tap._handler_artifact]
+print(foreign, [a for a in artifacts_read() if log_state.is_artifact_enabled(a)])
+"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] ['cudagraphs', 'perf_hints']", out.stderr
+
+
+CONTEXT = {"dynamo.graph_breaks": {"user_file": "model.py"}, "dynamo.recompiles": {"user_file": "model.py"},
+           "inductor.fusion": {"scheduler": {}}}
+
+
+@pytest.mark.parametrize("name", ["seed_default", "seed_reduce_overhead", "mlp_train_bf16", "graph_break",
+                                  "recompile", "input_mutation_cudagraph_skip"])
+def test_every_registered_reader_runs_on_a_loaded_torch_2_11_log(name):
+    """The readers are plain functions over event lists: a TORCH_TRACE / TORCH_LOGS_OUT pair read back from files
+    feeds every one of them, and these recorded logs hold no record that cannot be read."""
+    log = recorded(name)
+    for parser in [p for p in logtap.PARSERS.values() if not p.name.startswith("test.")]:
+        logtap.read(log, parser.name, **CONTEXT.get(parser.name, {}))
+    assert log.summary()["malformed"] == {"count": 0, "by_kind": {}, "samples": []}
