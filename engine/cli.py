@@ -23,7 +23,15 @@ def main(argv=None) -> int:
     explore.add_argument("--out", help="output folder (default: a new folder named after FILE and the time)")
     explore.add_argument("--time-limit", type=float, default=900.0, help="seconds before the job is killed")
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
+    imported = sub.add_parser("import", help="read a TORCH_TRACE log (.log, .gz, or a zip/tar of one folder with "
+                                             "one log per rank) into DIR/report.json")
+    imported.add_argument("log", help="the log TORCH_TRACE=DIR wrote, or an archive of DIR")
+    imported.add_argument("--out", help="output folder (default: a new folder named after LOG and the time)")
+    imported.add_argument("--name", help="the upload's own name, when LOG is a stored copy")
+    imported.add_argument("--max-mb", type=float, help="the most (decompressed) MiB to read")
     args = parser.parse_args(argv)
+    if args.command == "import":
+        return import_command(args)
 
     try:
         with open(args.file) as f:
@@ -62,6 +70,32 @@ def main(argv=None) -> int:
     return 0
 
 
+def import_command(args) -> int:
+    """Write DIR/report.json (the first rank) and DIR/report.rank<N>.json for every further rank; on a log that
+    cannot be read, DIR/error.json {"error": message} and exit status 2."""
+    from engine.importjob import write_import
+    from engine.tracelog import Limits
+
+    name = args.name or os.path.basename(args.log)
+    out = args.out or f"pt2scope-{name.split('.')[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    limits = Limits() if args.max_mb is None else Limits(max_bytes=int(args.max_mb * 1024 ** 2))
+    try:
+        paths, reports = write_import(args.log, out, name, limits)
+    except OSError as exc:
+        print(f"error: cannot read {args.log}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # engine.tracelog.TraceLogError: the upload is not a readable log
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path, report in zip(paths, reports):
+        info = report["trace_import"]
+        print(f"rank {info['rank'] if info['rank'] is not None else '-'}: {info['file']['records']} records, "
+              f"{info['file']['malformed']} malformed line(s)")
+        print(summary(report))
+        print(f"report: {path}")
+    return 0
+
+
 def _progress(event: dict) -> None:
     if event.get("event") != "stage":
         return
@@ -87,6 +121,11 @@ def summary(report: dict) -> str:
     cs = rt.get("compile_seconds") or {}
     if cs:
         lines.append("compile: " + ", ".join(f"{k} {v:.2f}s" for k, v in cs.items()))
+    if report.get("trace_import"):
+        unknown = report["trace_import"]["unknown_events"]
+        if unknown:
+            lines.append("unknown events (kept): " + ", ".join(f"{u['event']} x{u['count']}" for u in unknown))
+        return "\n".join(lines)
     lines.append(f"{'config':<26}{'median ms':>11}{'p10-p90':>19}{'speedup':>9}{'max abs err':>13}")
     for b in rt["benchmarks"]:
         if b["status"] != "ok":

@@ -1,0 +1,102 @@
+"""Import a TORCH_TRACE upload in a child process with limits, and read its reports back: the worker's side.
+
+The log is untrusted data (never code): parsing it runs in ``python -m engine import`` with an address-space,
+CPU-time and file-size limit and a wall-clock timeout, so a hostile or huge upload costs one child, never the
+worker. The child writes OUT/report.json (+ OUT/report.rank<N>.json per further rank) or OUT/error.json.
+No torch here (the worker imports this module).
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from engine.report import read_report, write_report
+from engine.sandbox import PROJECT_ROOT
+
+
+@dataclass
+class ImportLimits:
+    time_limit_s: float = 300.0
+    memory_limit_mb: int = 6144  # address space: torch's import alone reserves about 1.5 GiB of it
+    max_log_mb: int = 2048  # decompressed bytes read
+    output_limit_mb: int = 1024  # the largest report file
+
+
+class ImportFailed(Exception):
+    """The upload could not be imported; ``kind`` is bad_log, timeout, memory or internal_error."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def write_import(log_path: str, out_dir: str, display_name: str, limits=None) -> tuple[list[str], list[dict]]:
+    """Child side (``python -m engine import``): import and write the reports; returns their paths and reports."""
+    from engine.traceimport import import_trace
+    from engine.tracelog import TraceLogError
+
+    os.makedirs(out_dir, exist_ok=True)
+    started = time.monotonic()
+    try:
+        reports = import_trace(log_path, display_name, limits)
+    except TraceLogError as exc:
+        with open(os.path.join(out_dir, "error.json"), "w") as f:
+            json.dump({"error": str(exc)}, f)
+        raise
+    paths = []
+    for i, report in enumerate(reports):
+        report["runtime"]["job_seconds"] = round(time.monotonic() - started, 3)
+        rank = report["trace_import"]["rank"]
+        name = "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json"
+        paths.append(os.path.join(out_dir, name))
+        write_report(report, paths[-1])
+    return paths, reports
+
+
+def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLimits | None = None) -> list[dict]:
+    """Worker side: import in a limited child; the reports, first rank first (raises ImportFailed)."""
+    limits = limits or ImportLimits()
+    os.makedirs(out_dir, exist_ok=True)
+    command = [sys.executable, "-m", "engine", "import", log_path, "--out", out_dir, "--name", display_name,
+               "--max-mb", str(limits.max_log_mb)]
+
+    def limit_child():
+        memory = limits.memory_limit_mb * 1024 ** 2
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        cpu = int(limits.time_limit_s * 2)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        size = limits.output_limit_mb * 1024 ** 2
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": PROJECT_ROOT, "HOME": out_dir,
+           "OMP_NUM_THREADS": "1", "LANG": os.environ.get("LANG", "C.UTF-8")}
+    proc = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, preexec_fn=limit_child, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=limits.time_limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise ImportFailed("timeout", f"reading the log took longer than {limits.time_limit_s:g} s; it was stopped. "
+                                      "Upload fewer ranks or a shorter run.") from None
+    error_path = os.path.join(out_dir, "error.json")
+    if os.path.exists(error_path):
+        with open(error_path) as f:
+            raise ImportFailed("bad_log", str(json.load(f).get("error", "the log could not be read"))[:2000])
+    tail = stderr.decode("utf-8", "replace")[-1500:]
+    if proc.returncode != 0:
+        if proc.returncode == -signal.SIGXCPU or proc.returncode == -signal.SIGKILL and "MemoryError" not in tail:
+            raise ImportFailed("timeout", "reading the log used up its CPU-time limit")
+        if "MemoryError" in tail or "Cannot allocate memory" in tail:
+            raise ImportFailed("memory", f"reading the log needed more than {limits.memory_limit_mb} MiB; "
+                                         "upload fewer ranks")
+        raise ImportFailed("internal_error", f"the importer failed (exit status {proc.returncode}):\n{tail}")
+    names = sorted((n for n in os.listdir(out_dir) if n.startswith("report.rank")),
+                   key=lambda n: int(n.removeprefix("report.rank").removesuffix(".json") or 0))
+    return [read_report(os.path.join(out_dir, name)) for name in ["report.json", *names]]
