@@ -25,7 +25,8 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     from storage.queue import make_celery
     from webapp import context, security
-    from webapp.views import api, pages, status
+    # traces and diff add their JSON routes (POST /api/traces, GET /api/diff/...) to api.bp: imported first.
+    from webapp.views import api, diff, export, pages, status, traces
 
     app.extensions["pt2scope"] = context.Extension(settings=settings, celery=make_celery(settings))
     app.teardown_appcontext(context.close_session)
@@ -33,4 +34,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(status.bp)
+    app.register_blueprint(traces.bp)
+    app.register_blueprint(diff.bp)
+    app.register_blueprint(export.bp)
+    # First of all request hooks: the CSRF check parses the form, and a log is larger than the app's limit.
+    app.before_request_funcs.setdefault(None, []).insert(0, traces.allow_trace_upload)
     return app

@@ -110,7 +110,14 @@ def _add_security_headers(response):
 
 
 def _too_large(_error):
+    from webapp.views.traces import UPLOAD_ENDPOINTS, too_large_message
+
     limit_kib = context.settings().max_code_bytes // 1024
+    if request.endpoint in UPLOAD_ENDPOINTS:
+        message = too_large_message()
+        if request.path.startswith("/api/"):
+            return jsonify(errors={"trace": message}), 413
+        return message_page("Too large", message, 413)
     message = (f"The request is too large: a model file may have at most {limit_kib} KiB (the whole request "
                f"{4 * limit_kib} KiB).")
     if request.path.startswith("/api/"):

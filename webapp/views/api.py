@@ -32,10 +32,10 @@ def create_run():
                    report_url=url_for("api.get_report", slug=run.slug, _external=True)), 202
 
 
-def submit(submission: runstore.Submission) -> Run:
-    """Store and enqueue a validated run (the form posts here too)."""
+def submit(submission: runstore.Submission, parent: Run | None = None) -> Run:
+    """Store and enqueue a validated run (the form posts here too); ``parent``: the run it re-runs."""
     session = context.session()
-    run = runstore.create_run(session, submission, client=security.client_id())
+    run = runstore.create_run(session, submission, client=security.client_id(), parent=parent)
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever

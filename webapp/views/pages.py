@@ -7,7 +7,7 @@ from engine.report import DEFAULT_CONFIGS, STAGES
 from webapp import context, reportview, security
 from storage import runstore
 from webapp.examples import list_examples, read_example
-from storage.models import FINISHED_STATUSES, RUNNING, Run
+from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
 from webapp.views.api import submit
@@ -18,15 +18,15 @@ bp = Blueprint("pages", __name__)
 # which the run row already holds), so a tab never loads another tab's artifacts.
 STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
 TABS = {"overview": "Overview", **STAGE_TABS}
-NOT_IN_OVERVIEW = [*STAGE_TABS, "source"]
+NOT_IN_OVERVIEW = [*STAGE_TABS, "source", "trace_import"]  # an import's facts head every tab instead
 # Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile.
 EXTRA_SECTIONS = {"inductor": ["runtime"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
 DRAWN_FIELDS = {
-    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode"},
-    "aot": {"graphs", "partitions", "functionalization", "decompositions"},
-    "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion"},
-    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile"},
+    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "not_in_log"},
+    "aot": {"graphs", "partitions", "functionalization", "decompositions", "not_in_log"},
+    "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion", "not_in_log"},
+    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile", "not_in_log"},
 }
 
 
@@ -36,6 +36,10 @@ def new_run():
     form = {"code": "", "filename": "model.py", "device": "cpu", "train": "auto",
             "configs": DEFAULT_CONFIGS["cpu"]}
     example = request.args.get("example")
+    rerun = runstore.get_run(context.session(), request.args.get("rerun", "")) if request.args.get("rerun") else None
+    if rerun is not None and rerun.kind != IMPORT:  # the same code, to run again with other settings
+        form.update(code=rerun.code, filename=rerun.filename, device=rerun.device, configs=rerun.configs,
+                    train={None: "auto", True: "training", False: "inference"}[rerun.train], rerun=rerun.slug)
     if example:
         code = read_example(settings.examples_dir, example)
         if code is None:
@@ -49,7 +53,7 @@ def create_run():
     settings = context.settings()
     form = {"code": request.form.get("code", ""), "filename": request.form.get("filename") or "model.py",
             "device": request.form.get("device", "cpu"), "train": request.form.get("train", "auto"),
-            "configs": request.form.getlist("configs")}
+            "configs": request.form.getlist("configs"), "rerun": request.form.get("rerun") or ""}
     errors = {}
     upload = request.files.get("upload")
     if upload and upload.filename:
@@ -72,7 +76,8 @@ def create_run():
     limited = security.rate_limited()
     if limited:
         return _form_page(form, {"code": limited[0]}), 429, {"Retry-After": str(limited[1])}
-    run = submit(submission)
+    parent = runstore.get_run(session, form["rerun"]) if form["rerun"] else None
+    run = submit(submission, parent=parent)
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
 
@@ -109,6 +114,8 @@ def report(slug: str, tab: str):
         sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
     else:
         sections = {}
+    trace_import = (runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
+                    if finished and run.kind == IMPORT else None)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
     return render_template(
@@ -118,7 +125,8 @@ def report(slug: str, tab: str):
         has_report=finished and runstore.has_report(session, run), renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"), title_of=title_of, view=reportview, listing=listing,
         present="present" in request.args, device_name=(run.environment or {}).get("device_name"),
-        worker_online=bool(runstore.online_queues(session, context.settings())))
+        worker_online=bool(runstore.online_queues(session, context.settings())), trace_import=trace_import,
+        parent=session.get(Run, run.parent_id) if run.parent_id else None)
 
 
 @bp.get("/r/<slug>/graphs/<graph_id>.json")
