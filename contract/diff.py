@@ -122,7 +122,7 @@ def diff_graphs(a: dict, b: dict) -> list[dict]:
 
 
 def _kernel_shape(kernel: dict) -> tuple:
-    return (kernel.get("graph_kind"), tuple(sorted(kernel.get("aten_ops") or [])), kernel.get("language"))
+    return kernel.get("graph_kind"), tuple(sorted(kernel.get("aten_ops") or []))
 
 
 def diff_kernels(a: dict, b: dict) -> dict:
