@@ -29,7 +29,7 @@ RUN groupadd --gid 10001 pt2scope \
     && install -d -o pt2scope -g pt2scope /var/lib/pt2scope
 WORKDIR /app
 COPY requirements/web.txt requirements/contract.txt requirements/
-RUN pip install -r requirements/web.txt && pip install -r requirements/contract.txt
+RUN pip install -r requirements/web.txt -r requirements/contract.txt
 
 # The web tier: pages and API over the database, sending jobs to the broker. It must run without PyTorch.
 FROM base AS web

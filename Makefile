@@ -41,8 +41,17 @@ test: assets
 run: install assets
 	$(PY) -m service serve --port $(PORT)
 
-test: install
+test: install lint-js test-js
 	$(PY) -m pytest -q tests
+
+# Front end: eslint (eslint.config.js) and the layout/viewer tests under node's test runner (tests/js/, which build
+# their graphs with the venv's Python).
+.PHONY: lint-js test-js
+lint-js: assets
+	npx eslint .
+
+test-js: install
+	node --test tests/js/
 
 test-engine: install
 	$(PY) -m pytest -q tests/engine

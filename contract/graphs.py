@@ -1,12 +1,14 @@
 """The report's graphs as every tier addresses them: graph ids, lookup, and the compact payload the viewer reads.
 
-A graph is addressed by a short id that is also its URL fragment (``#graph-aot-1``, a node ``#graph-aot-1/addmm``):
+A graph is addressed by a short id that is also its URL fragment (``#graph-aot-1``, a node ``#graph-aot-1/addmm``)
+and the key it is stored under:
 
     dynamo-I          dynamo.graphs[I]
     aot-I             aot.graphs[I] (joint, forward, backward, inference)
     func-I-before     aot.functionalization[I].before (mutations marked); func-I-after the functionalized graph
     postgrad-I        inductor.post_grad_graphs[I] (nodes marked with their kernel)
 
+The pages get the same grammar from static/js/contract.js (generated from here by ``python -m contract.docs``).
 Storage builds each graph's payload (graph_payload) and the sections' outlines (section_outline, graphs without
 nodes) once, when a report is stored; the pages list outlines and fetch one payload when a viewer is shown.
 """
@@ -14,38 +16,103 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
-GRAPH_ID = re.compile(r"^(dynamo|aot|postgrad)-(\d+)$|^func-(\d+)-(before|after)$")
-SECTION_OF_GRAPH = {"dynamo": "dynamo", "aot": "aot", "func": "aot", "postgrad": "inductor"}
+# prefix -> (report section, key of the graph list in it, report tab that shows it)
+PREFIXES = {
+    "dynamo": ("dynamo", "graphs", "dynamo"),
+    "aot": ("aot", "graphs", "aot"),
+    "func": ("aot", "functionalization", "aot"),
+    "postgrad": ("inductor", "post_grad_graphs", "inductor"),
+}
+FUNCTIONALIZATION_SIDES = ("before", "after")
+# One pattern for Python and (with its named groups rewritten) JavaScript.
+PATTERN = r"^(?:(?P<prefix>dynamo|aot|postgrad)-(?P<index>\d+)|(?P<func>func)-(?P<func_index>\d+)-(?P<side>before|after))$"
+_GRAPH_ID = re.compile(PATTERN)
+
+
+@dataclass(frozen=True)
+class GraphId:
+    prefix: str  # a key of PREFIXES
+    index: int
+    side: str | None = None  # "before"/"after" for func, else None
+
+    def __post_init__(self):
+        if self.prefix not in PREFIXES or self.index < 0 or (self.side is None) == (self.prefix == "func") \
+                or self.side not in (None, *FUNCTIONALIZATION_SIDES):
+            raise ValueError(f"not a graph id: {self.prefix!r}, {self.index!r}, {self.side!r}")
+
+    def __str__(self) -> str:
+        return f"{self.prefix}-{self.index}" + (f"-{self.side}" if self.side else "")
+
+    @classmethod
+    def parse(cls, text: str) -> "GraphId | None":
+        match = _GRAPH_ID.match(text) if isinstance(text, str) else None
+        if not match:
+            return None
+        if match["func"]:
+            return cls("func", int(match["func_index"]), match["side"])
+        return cls(match["prefix"], int(match["index"]))
+
+    @property
+    def section(self) -> str:
+        """The report section that holds this graph."""
+        return PREFIXES[self.prefix][0]
+
+    @property
+    def tab(self) -> str:
+        """The report tab that draws this graph."""
+        return PREFIXES[self.prefix][2]
+
+    def find(self, section: dict) -> dict | None:
+        """This graph in its section (report[self.section]), or None if the section has no such graph."""
+        try:
+            entry = section[PREFIXES[self.prefix][1]][self.index]
+            return entry[self.side] if self.side else entry
+        except (IndexError, KeyError, TypeError):
+            return None
+
+
+def dynamo_graph(index: int) -> str:
+    return str(GraphId("dynamo", index))
+
+
+def aot_graph(index: int) -> str:
+    return str(GraphId("aot", index))
+
+
+def post_grad_graph(index: int) -> str:
+    return str(GraphId("postgrad", index))
+
+
+def functionalization_graph(index: int, side: str) -> str:
+    return str(GraphId("func", index, side))
+
+
+def javascript_pattern() -> str:
+    """PATTERN for a JavaScript RegExp (named groups are ``(?<name>...)`` there)."""
+    return PATTERN.replace("(?P<", "(?<")
+
 
 def graph_section(graph_id: str) -> str | None:
-    match = GRAPH_ID.match(graph_id)
-    return SECTION_OF_GRAPH[graph_id.split("-", 1)[0]] if match else None
+    parsed = GraphId.parse(graph_id)
+    return parsed.section if parsed else None
 
 
 def find_graph(section: dict, graph_id: str) -> dict | None:
     """The graph with this id in its stage's section, or None."""
-    match = GRAPH_ID.match(graph_id)
-    if not match:
-        return None
-    stage, index, func_index, side = match.groups()
-    try:
-        if func_index is not None:
-            return section.get("functionalization", [])[int(func_index)][side]
-        key = {"dynamo": "graphs", "aot": "graphs", "postgrad": "post_grad_graphs"}[stage]
-        return section.get(key, [])[int(index)]
-    except (IndexError, KeyError, TypeError):
-        return None
+    parsed = GraphId.parse(graph_id)
+    return parsed.find(section) if parsed else None
 
 
 def graph_title(graph_id: str, graph: dict) -> str:
-    stage = graph_id.split("-", 1)[0]
+    parsed = GraphId.parse(graph_id)
+    stage = parsed.prefix if parsed else None
     compile_id, kind = graph.get("compile_id", "?"), graph.get("kind") or ""
     if stage == "dynamo":
         return f"Dynamo graph {compile_id}"
     if stage == "func":
-        side = "before" if graph_id.endswith("before") else "after"
-        return f"{'Before' if side == 'before' else 'After'} functionalization {compile_id}"
+        return f"{'Before' if parsed.side == 'before' else 'After'} functionalization {compile_id}"
     if stage == "postgrad":
         return f"Post-grad {kind} graph {compile_id}"
     return f"{kind.capitalize() or 'AOT'} graph {compile_id}"
@@ -55,18 +122,18 @@ def graphs_of_tab(tab: str, section: dict) -> list[dict]:
     """The graphs a stage tab shows, in report order: {id, title, graph} (nodes stay on the server until asked)."""
     ids = []
     if tab == "dynamo":
-        ids = [f"dynamo-{i}" for i in range(len(section.get("graphs") or []))]
+        ids = [dynamo_graph(i) for i in range(len(section.get("graphs") or []))]
     elif tab == "aot":
-        ids = [f"aot-{i}" for i in range(len(section.get("graphs") or []))]
+        ids = [aot_graph(i) for i in range(len(section.get("graphs") or []))]
     elif tab == "inductor":
-        ids = [f"postgrad-{i}" for i in range(len(section.get("post_grad_graphs") or []))]
+        ids = [post_grad_graph(i) for i in range(len(section.get("post_grad_graphs") or []))]
     return [{"id": gid, "graph": graph, "title": graph_title(gid, graph)}
             for gid in ids if (graph := find_graph(section, gid)) is not None]
 
 
 def graph_id_by_kind(aot: dict, compile_id: str, kind: str) -> str | None:
     """The id of the AOT graph of this compile id and kind (joint, forward, ...), if recorded."""
-    return next((f"aot-{i}" for i, graph in enumerate(aot.get("graphs") or [])
+    return next((aot_graph(i) for i, graph in enumerate(aot.get("graphs") or [])
                  if graph.get("compile_id") == compile_id and graph.get("kind") == kind), None)
 
 
@@ -74,9 +141,9 @@ def functionalization_graphs(aot: dict) -> list[dict]:
     """Per Dynamo graph: the before/after pair and the rewrites, for the AOT tab."""
     pairs = []
     for i, entry in enumerate(aot.get("functionalization") or []):
-        sides = {side: {"id": f"func-{i}-{side}", "graph": entry[side], "title": graph_title(f"func-{i}-{side}",
-                                                                                          entry[side])}
-                 for side in ("before", "after") if isinstance(entry.get(side), dict)}
+        sides = {side: {"id": graph_id, "graph": entry[side], "title": graph_title(graph_id, entry[side])}
+                 for side in FUNCTIONALIZATION_SIDES if isinstance(entry.get(side), dict)
+                 for graph_id in [functionalization_graph(i, side)]}
         pairs.append({"entry": entry, **sides})
     return pairs
 

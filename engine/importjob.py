@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from contract.report import checked_report
 from engine.report import read_report, write_report
 from engine.sandbox import PROJECT_ROOT
 
@@ -36,6 +37,16 @@ class ImportFailed(Exception):
         self.kind = kind
 
 
+def import_request(filename: str, device: str, limits: ImportLimits | None = None) -> dict:
+    """The report's ``request`` for an import: no code, no configs, and the limits the import ran under (the
+    child writes the defaults; the parent, which set the limits, writes its own over them)."""
+    limits = limits or ImportLimits()
+    return {"code": "", "filename": filename, "device": device, "train": None, "configs": [],
+            "time_limit_s": float(limits.time_limit_s), "memory_limit_mb": limits.memory_limit_mb,
+            "cpu_time_limit_s": float(limits.time_limit_s * 2), "process_limit": None, "open_files_limit": None,
+            "file_size_limit_mb": limits.output_limit_mb, "output_limit_mb": limits.output_limit_mb}
+
+
 def write_import(log_path: str, out_dir: str, display_name: str, limits=None) -> tuple[list[str], list[dict]]:
     """Child side (``python -m engine import``): import and write the reports; returns their paths and reports."""
     from engine.traceimport import import_trace
@@ -52,6 +63,7 @@ def write_import(log_path: str, out_dir: str, display_name: str, limits=None) ->
     paths = []
     for i, report in enumerate(reports):
         report["runtime"]["job_seconds"] = round(time.monotonic() - started, 3)
+        report = reports[i] = checked_report(report)  # the contract: what the parent and storage accept
         rank = report["trace_import"]["rank"]
         name = "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json"
         paths.append(os.path.join(out_dir, name))
@@ -99,4 +111,7 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
         raise ImportFailed("internal_error", f"the importer failed (exit status {proc.returncode}):\n{tail}")
     names = sorted((n for n in os.listdir(out_dir) if n.startswith("report.rank")),
                    key=lambda n: int(n.removeprefix("report.rank").removesuffix(".json") or 0))
-    return [read_report(os.path.join(out_dir, name)) for name in ["report.json", *names]]
+    reports = [read_report(os.path.join(out_dir, name)) for name in ["report.json", *names]]
+    for report in reports:
+        report["request"] = import_request(report["request"]["filename"], report["request"]["device"], limits)
+    return reports

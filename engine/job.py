@@ -20,8 +20,9 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
+from contract.report import ReportError, checked_report
 from engine import sandbox
-from engine.report import STAGES, empty_report, failed_report, parse_configs
+from engine.report import STAGES, failed_report, parse_configs
 
 PROJECT_ROOT = sandbox.PROJECT_ROOT
 USER_OUTPUT_LIMIT = 64 * 1024  # bytes of the user's stdout/stderr kept in the report (the tail)
@@ -103,22 +104,25 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
 
     request_dict = asdict(request)
     report_path = os.path.join(job_dir, "report.json")
-    report = _read_child_report(report_path, request)
+    try:
+        report = _read_child_report(report_path, request)
+    except ReportError as exc:
+        report = failed_report(request_dict, last_stage, "invalid_report", f"report from the job is invalid: {exc}")
     if killed_for == "timeout":
         report = failed_report(request_dict, last_stage, "timeout",
                                f"time limit of {request.time_limit_s:g} s reached during stage '{last_stage}'; "
                                "the job was killed. Use smaller inputs or fewer configs.",
-                               partial=_read_child_report(report_path + ".partial", request))
+                               partial=_read_partial_report(report_path, request))
     elif killed_for == "output_limit":
         report = failed_report(request_dict, last_stage, "output_limit",
                                f"output limit of {request.output_limit_mb} MiB reached during stage '{last_stage}': "
                                "the job's output and files grew past it, and the job was killed. Print less.",
-                               partial=_read_child_report(report_path + ".partial", request))
+                               partial=_read_partial_report(report_path, request))
     elif report is None or report.get("status") not in ("ok", "failed"):
         stderr_tail = _tail(err, 2000).decode("utf-8", "replace")
         report = failed_report(request_dict, last_stage,
                                *_describe_exit(returncode, request, isolation, last_stage, stderr_tail),
-                               partial=_read_child_report(report_path + ".partial", request))
+                               partial=_read_partial_report(report_path, request))
     report["user_output"] = _user_output(out, err)
     out.close()
     err.close()
@@ -256,7 +260,7 @@ def _describe_exit(returncode: int, request: JobRequest, isolation: sandbox.Isol
 
 def _read_child_report(path: str, request: JobRequest) -> dict | None:
     """The child's report, read as untrusted data: a regular file (no link, no pipe) within the file size limit,
-    with only the schema's top-level keys kept."""
+    validated against the schema (contract.report; raises ReportError naming the field). None: no report."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -269,9 +273,15 @@ def _read_child_report(path: str, request: JobRequest) -> dict | None:
             report = json.loads(f.read())
         except (ValueError, RecursionError):
             return None
-    if not isinstance(report, dict):
+    return checked_report(report)
+
+
+def _read_partial_report(report_path: str, request: JobRequest) -> dict | None:
+    """What the child saved after its last finished stage, or None if it saved nothing valid."""
+    try:
+        return _read_child_report(report_path + ".partial", request)
+    except ReportError:
         return None
-    return {key: report[key] for key in empty_report({}) if key in report}
 
 
 def _tail(f, limit: int) -> bytes:

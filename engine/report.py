@@ -1,49 +1,18 @@
-"""The report: the one contract between engine, workers, storage and pages (documented in docs/report-schema.md).
+"""Building and writing the report on the engine's side. The report's types, its version and the shared names
+(stages, configs) are defined in contract/ (contract/report.py; docs/report-schema.md is generated from it).
 
 Pure Python (no torch), so the parent process, the workers and tests can build and read reports.
-Bump SCHEMA_VERSION on any change that removes or renames a field or changes its meaning; adding a field is
-backwards compatible and keeps the version.
 """
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
+from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config
 
-
-@dataclass(frozen=True)
-class Config:
-    """One rung of the benchmark ladder: how the model is run."""
-
-    name: str
-    backend: str | None  # None: plain eager, no torch.compile
-    mode: str | None = None
-    label: str = ""
-
-
-# The ladder, cheapest first. Plain eager is always measured: it is the baseline of every speedup and error.
-CONFIGS = {
-    c.name: c
-    for c in (
-        Config("eager", None, label="plain eager"),
-        Config("backend_eager", "eager", label='backend="eager" (Dynamo only)'),
-        Config("aot_eager", "aot_eager", label='backend="aot_eager" (Dynamo + AOTAutograd)'),
-        Config("inductor_default", "inductor", "default", label='backend="inductor", mode="default"'),
-        Config("inductor_reduce_overhead", "inductor", "reduce-overhead",
-               label='backend="inductor", mode="reduce-overhead"'),
-        Config("inductor_max_autotune", "inductor", "max-autotune", label='backend="inductor", mode="max-autotune"'),
-    )
-}
-# max-autotune benchmarks many kernel variants: minutes on a CPU, so it is opt-in there.
-DEFAULT_CONFIGS = {
-    "cpu": ["eager", "backend_eager", "aot_eager", "inductor_default", "inductor_reduce_overhead"],
-    "cuda": list(CONFIGS),
-}
-
-# Pipeline stages in the order a job passes through them; progress events and report["stages"] use these names.
-STAGES = ("load", "eager", "dynamo", "aot", "inductor", "benchmark", "profile", "report")
+__all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
+           "empty_report", "failed_report", "parse_configs", "read_report", "write_report"]
 
 
 class ConfigError(ValueError):
@@ -73,27 +42,10 @@ def capture_config(configs: list[str]) -> Config:
 
 
 def empty_report(request: dict) -> dict:
-    """Every top-level key present from the start, so readers never need to test for a section."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "status": "running",
-        "failure": None,
-        "request": request,
-        "source": {"filename": request.get("filename", "model.py"), "code": request.get("code", "")},
-        "environment": {},
-        "caches": {},
-        "stages": [],
-        "dynamo": {"graphs": [], "graph_breaks": [], "guards": [], "recompiles": [], "bytecode": [], "summary": {}},
-        "aot": {"graphs": [], "partitions": [], "functionalization": [], "decompositions": []},
-        "inductor": {"post_grad_graphs": [], "ir_pre_fusion": [], "ir_post_fusion": [], "fusion_decisions": [],
-                     "kernels": [], "output_code": [], "metrics": {}},
-        "runtime": {"compile_seconds": {}, "compile_timeline": [], "benchmarks": [], "cudagraphs": {},
-                    "kernel_profile": [], "timing": {}},
-        "user_output": {"stdout": "", "stderr": "", "truncated": False},
-        "isolation": {},
-        "unavailable": [],
-        "errors": [],
-    }
+    """A report with every key of every section present (contract.report.Report's defaults), status "running"."""
+    return Report(status="running", request=Request.model_validate(request),
+                  source=Source(filename=request.get("filename", "model.py"), code=request.get("code", ""))
+                  ).model_dump()
 
 
 def failed_report(request: dict, stage: str, kind: str, message: str, *, file=None, line=None,
@@ -101,9 +53,9 @@ def failed_report(request: dict, stage: str, kind: str, message: str, *, file=No
     """A report for a job that did not finish; keeps whatever the child managed to record (``partial``)."""
     report = partial if partial is not None else empty_report(request)
     report["status"] = "failed"
-    report["failure"] = {"stage": stage, "kind": kind, "message": message, "file": file, "line": line,
-                         "traceback": traceback_text}
-    report["errors"].append({"stage": stage, "message": message})
+    report["failure"] = Failure(stage=stage, kind=kind, message=message, file=file, line=line,
+                                traceback=traceback_text).model_dump()
+    report["errors"].append({"stage": stage, "message": message, "traceback": None})
     return report
 
 
@@ -116,5 +68,6 @@ def write_report(report: dict, path: str) -> None:
 
 
 def read_report(path: str) -> dict:
+    """A report file, version-checked, upgraded and validated (contract.report.checked_report; raises ReportError)."""
     with open(path) as f:
-        return json.load(f)
+        return checked_report(json.load(f))

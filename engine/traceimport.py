@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 
 from engine.fxgraph import op_histogram
 from engine.fxtext import is_library_file, parse_graph_code
+from engine.importjob import import_request
 from engine.report import empty_report
 from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
 from engine.stages.inductor import group_output_code, parse_kernels
@@ -231,7 +232,9 @@ def _partitions(aot_graphs: list[dict]) -> list[dict]:
 def build_report(log: RankLog, source_name: str) -> dict:
     user_file = user_file_of(log)
     user_base = os.path.basename(user_file) if user_file else source_name
-    report = empty_report({"filename": user_base, "code": "", "device": None, "configs": []})
+    devices = {d.split("'")[1] if "'" in d else d for d in log.devices if d}
+    device = "cuda" if any(d.startswith("cuda") for d in devices) else ("cpu" if devices else None)
+    report = empty_report(import_request(user_base, device or "cpu"))
     report["status"] = "ok"
     report["source"] = {"filename": user_base, "code": "", "path": user_file, "not_in_log": True}
     versions = [e for e in log.events("artifact:torch_version") if e["payload"]]
@@ -241,9 +244,8 @@ def build_report(log: RankLog, source_name: str) -> dict:
             torch_version = json.loads(versions[0]["payload"]).get("pytorch_version")
         except (ValueError, AttributeError):
             pass
-    devices = {d.split("'")[1] if "'" in d else d for d in log.devices if d}
-    report["environment"] = {"torch_version": torch_version, "device": "cuda" if "cuda" in devices else
-                             ("cpu" if devices else None), "devices": sorted(devices), "rank": log.log.rank}
+    report["environment"].update(torch_version=torch_version, device=device, devices=sorted(devices),
+                                 rank=log.log.rank)
 
     dynamo = report["dynamo"]
     dynamo["graphs"] = [_graph(e) for e in log.events("dynamo_output_graph") if e["payload"]]
@@ -313,7 +315,7 @@ def build_report(log: RankLog, source_name: str) -> dict:
                         "note": "cache hits and misses the job's own run logged (Inductor FX graph cache, "
                                 "AOTAutograd cache); a hit means the graphs below were not recompiled"}
     for section, fields in NOT_IN_LOG.items():
-        report[section]["not_in_log"] = [f for f in fields if not report[section].get(f)]
+        report[section]["not_in_log"] = [f for f in fields if _empty(report[section].get(f))]
     report["stages"] = []
     report["trace_import"] = {
         "file": log.stats.as_dict(), "rank": log.log.rank, "user_file": user_file,
@@ -322,6 +324,13 @@ def build_report(log: RankLog, source_name: str) -> dict:
         "not_in_log_note": NOT_IN_TRACE_LOG,
     }
     return report
+
+
+def _empty(value) -> bool:
+    """Nothing recorded: an empty list, or an object whose every field is null."""
+    if isinstance(value, dict):
+        return all(_empty(v) for v in value.values())
+    return not value
 
 
 def compile_signature(report: dict) -> dict:

@@ -14,8 +14,9 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from engine.report import STAGES
 from contract import graphs
+from contract.report import SCHEMA_VERSION, ReportError, check_version, checked_report
+from contract.vocab import STAGES
 from storage.config import Settings
 from storage.models import (FAILED, FINISHED_STATUSES, IMPORT, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection,
                             Run, RunEvent, TraceUpload, WorkerHeartbeat, utcnow)
@@ -132,18 +133,20 @@ def record_event(session: Session, run_id: int, event: dict) -> None:
 
 
 def store_report(session: Session, run_id: int, report: dict) -> None:
-    """Store the engine's report section by section (with each section's outline and each graph as the viewer
-    reads it, so pages never build them) and finish the run as succeeded or failed."""
+    """Validate the engine's report (contract.report), store it section by section (with each section's outline
+    and each graph as the viewer reads it, so pages never build them) and finish the run as succeeded or failed.
+    A report that does not validate is not stored: the run fails naming the field it got wrong."""
     run = session.get(Run, run_id)
-    session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
-    session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
-    for position, (name, value) in enumerate(report.items()):
-        outline = graphs.section_outline(value)
-        session.add(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
-                                  outline=None if outline is None else _json_text(outline)))
-    for graph_id, graph in graphs.report_graphs(report):
-        session.add(ReportGraph(run_id=run_id, graph_id=graph_id,
-                                body=_json_text(graphs.graph_payload(graph_id, graph))))
+    try:
+        report = checked_report(report)
+    except ReportError as exc:
+        _delete_report(session, run_id)
+        _set_error(run, {"stage": "report", "kind": "invalid_report",
+                         "message": f"report from the job is invalid: {exc}"})
+        run.finished_at = utcnow()
+        session.commit()
+        return
+    _write_report(session, run_id, report)
     run.environment = report.get("environment") or {}
     run.summary = summarize(report)
     run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
@@ -155,6 +158,41 @@ def store_report(session: Session, run_id: int, report: dict) -> None:
         _set_error(run, failure)
     run.finished_at = utcnow()
     session.commit()
+
+
+def _delete_report(session: Session, run_id: int) -> None:
+    session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
+    session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
+
+
+def _write_report(session: Session, run_id: int, report: dict) -> None:
+    _delete_report(session, run_id)
+    for position, (name, value) in enumerate(report.items()):
+        outline = graphs.section_outline(value)
+        session.add(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
+                                  outline=None if outline is None else _json_text(outline)))
+    for graph_id, graph in graphs.report_graphs(report):
+        session.add(ReportGraph(run_id=run_id, graph_id=graph_id,
+                                body=_json_text(graphs.graph_payload(graph_id, graph))))
+
+
+def _upgrade_stored_report(session: Session, run: Run) -> None:
+    """A report stored under an older schema_version is upgraded in place on its first read (contract.report's
+    upgrades), so every reader sees the current version; an unknown version raises ReportError saying so."""
+    body = session.scalar(select(ReportSection.body).where(ReportSection.run_id == run.id,
+                                                           ReportSection.name == "schema_version"))
+    if body is None and not has_report(session, run):
+        return
+    version = None if body is None else json.loads(body)
+    if version == SCHEMA_VERSION:
+        return
+    check_version({"schema_version": version})
+    report = checked_report(json.loads(_stored_report_text(session, run)))
+    try:
+        _write_report(session, run.id, report)
+        session.commit()
+    except IntegrityError:  # another web process upgraded it first: the same rows
+        session.rollback()
 
 
 def fail_run(session: Session, run: Run, stage: str, kind: str, message: str) -> None:
@@ -196,6 +234,7 @@ def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
                   exclude: list[str] | None = None, outlines: bool = False) -> dict:
     """The named report sections (or all but ``exclude``), parsed, in report order; with ``outlines``, their
     graphs without nodes (graphs.section_outline) where the outline was stored."""
+    _upgrade_stored_report(session, run)
     text = func.coalesce(ReportSection.outline, ReportSection.body) if outlines else ReportSection.body
     query = select(ReportSection.name, text).where(ReportSection.run_id == run.id)
     if names is not None:
@@ -213,6 +252,7 @@ def has_report(session: Session, run: Run) -> bool:
 def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
     """One graph as the viewer reads it (graphs.graph_payload), JSON text; None if the report has no such
     graph."""
+    _upgrade_stored_report(session, run)
     body = session.scalar(select(ReportGraph.body).where(ReportGraph.run_id == run.id,
                                                          ReportGraph.graph_id == graph_id))
     if body is not None:
@@ -234,7 +274,13 @@ def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
 
 
 def report_json_text(session: Session, run: Run) -> str:
-    """The whole report as stored, assembled from the raw section texts without parsing them."""
+    """The whole report as stored (upgraded to the current version), assembled from the raw section texts without
+    parsing them."""
+    _upgrade_stored_report(session, run)
+    return _stored_report_text(session, run)
+
+
+def _stored_report_text(session: Session, run: Run) -> str:
     rows = session.execute(select(ReportSection.name, ReportSection.body)
                            .where(ReportSection.run_id == run.id).order_by(ReportSection.position))
     return "{" + ",".join(f"{json.dumps(name)}:{body}" for name, body in rows) + "}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from contract.report import ReportError
 from storage.config import PROJECT_ROOT, Settings
 
 
@@ -39,4 +40,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(export.bp)
     # First of all request hooks: the CSRF check parses the form, and a log is larger than the app's limit.
     app.before_request_funcs.setdefault(None, []).insert(0, traces.allow_trace_upload)
+    app.register_error_handler(ReportError, _unreadable_report)
     return app
+
+
+def _unreadable_report(exc: ReportError):
+    """A stored report this version cannot read (an unknown schema_version, or one that does not validate)."""
+    return f"this run's stored report cannot be read: {exc}\n", 500, {"Content-Type": "text/plain; charset=utf-8"}

@@ -1,10 +1,10 @@
 """One report as one self-contained HTML file (/r/<slug>/export.html): the pages' own scripts and styles inlined,
 every graph and the provenance inlined as data: URLs, so it works opened from disk and makes no request.
 
-- Scripts: the viewer's ES modules (static/js/*.js) are bundled into one inline module: each file becomes a
-  function returning its exports, and ``import {a} from "./x.js"`` becomes ``const {a} = <x's exports>``. The
-  layout worker is built from a Blob of graph-layout.js + graph-worker.js (file:// pages cannot load module
-  workers). Plotly goes in only when the report has a chart.
+- Scripts: report-ui.js and the ES modules it imports (static/js/*.js) are bundled into one inline module: each
+  imported file becomes a function returning its exports, and ``import {a} from "./x.js"`` becomes
+  ``const {a} = <x's exports>``. The layout worker is graph-worker.js bundled the same way, started from a Blob
+  (file:// pages cannot load module workers). Plotly goes in only when the report has a chart.
 - Data: the viewer fetches ``data-graph-url``; here that is a ``data:application/json`` URL, which a fetch reads
   without a network (connect-src data: only).
 - The Content-Security-Policy (sent as a header and as a <meta>, which is what applies on disk) allows the inline
@@ -31,15 +31,38 @@ class BundleError(RuntimeError):
     """The page scripts changed in a way the bundler does not know (a test catches this before users do)."""
 
 
-def _module(name: str, *, exports: bool = True) -> str:
+def _source(name: str) -> str:
     with open(os.path.join(JS, name + ".js")) as f:
-        source = f.read()
-    names = [m["name"] for m in _EXPORT.finditer(source)]
-    source = _EXPORT.sub(lambda m: f"{m['kind']} {m['name']}", source)
-    source = _IMPORT.sub(lambda m: f"const {{{m['names']}}} = {_var(m['file'])};", source)
-    if not exports:
-        return source
-    return f"const {_var(name)} = (() => {{\n{source}\nreturn {{ {', '.join(names)} }};\n}})();\n"
+        return f.read()
+
+
+def _bundle(entry: str) -> str:
+    """``entry`` and every module it imports (depth first, each once): the imported ones as functions returning
+    their exports, the entry itself inline, in a block of its own."""
+    parts, done = [], set()
+
+    def visit(name: str, is_entry: bool) -> None:
+        source = _source(name)
+        for match in _IMPORT.finditer(source):
+            if match["file"] not in done:
+                visit(match["file"], False)
+        done.add(name)
+        names = [m["name"] for m in _EXPORT.finditer(source)]
+        source = _EXPORT.sub(lambda m: f"{m['kind']} {m['name']}", source)
+        source = _IMPORT.sub(lambda m: f"const {{{m['names']}}} = {_var(m['file'])};", source)
+        if name == "graph-view":
+            worker = (f'new Worker(URL.createObjectURL(new Blob([document.getElementById("{WORKER_ELEMENT}")'
+                      '.textContent], { type: "text/javascript" })))')
+            source, count = _WORKER.subn(worker, source)
+            if count != 1:
+                raise BundleError("static/js/graph-view.js no longer starts its worker as the bundler expects")
+        if is_entry:
+            parts.append("{\n" + source + "\n}\n")
+        else:
+            parts.append(f"const {_var(name)} = (() => {{\n{source}\nreturn {{ {', '.join(names)} }};\n}})();\n")
+
+    visit(entry, True)
+    return "".join(parts)
 
 
 def _var(name: str) -> str:
@@ -47,20 +70,13 @@ def _var(name: str) -> str:
 
 
 def viewer_bundle() -> str:
-    """graph-layout, graph-view and report-ui as one module script, the layout worker made from a Blob."""
-    view = _module("graph-view")
-    worker = (f'new Worker(URL.createObjectURL(new Blob([document.getElementById("{WORKER_ELEMENT}").textContent], '
-              '{ type: "text/javascript" })))')
-    view, count = _WORKER.subn(worker, view)
-    if count != 1:
-        raise BundleError("static/js/graph-view.js no longer starts its worker as the bundler expects")
-    ui = _module("report-ui", exports=False)
-    return _module("graph-layout") + view + "{\n" + ui + "\n}\n"
+    """report-ui.js with the viewer modules it imports, as one module script; the worker made from a Blob."""
+    return _bundle("report-ui")
 
 
 def worker_source() -> str:
-    """The layout worker as one classic script (graph-layout.js's functions, then graph-worker.js)."""
-    return _module("graph-layout") + _module("graph-worker", exports=False)
+    """The layout worker (graph-worker.js and what it imports) as one classic script."""
+    return _bundle("graph-worker")
 
 
 def script_file(name: str) -> str:

@@ -8,6 +8,7 @@ import os
 from collections import defaultdict
 
 # The templates call these as view.*: the graph vocabulary lives in contract/graphs.py.
+from contract import graphs
 from contract.graphs import functionalization_graphs, graph_id_by_kind, graph_title, graphs_of_tab  # noqa: F401
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
@@ -57,7 +58,7 @@ def graph_id_of_kernel(inductor: dict, kernel: dict) -> str | None:
     """The post-grad graph a kernel was generated from (same compile id and forward/backward kind)."""
     for i, graph in enumerate(inductor.get("post_grad_graphs") or []):
         if graph.get("compile_id") == kernel.get("compile_id") and graph.get("kind") == kernel.get("graph_kind"):
-            return f"postgrad-{i}"
+            return graphs.post_grad_graph(i)
     return None
 
 

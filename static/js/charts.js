@@ -1,7 +1,7 @@
 // Plotly charts (bundled offline in static/vendor/): each .chart element carries its figure as JSON in
 // data-chart, built by webapp/reportview.py. Plotly (1.2 MB) is fetched only when a chart comes into view, so it
 // never delays the page or its graphs.
-(function () {
+function setUpCharts() {
   const charts = document.querySelectorAll(".chart[data-chart]");
   if (!charts.length) return;
   const base = {
@@ -39,4 +39,5 @@
   charts.forEach((el) => observer.observe(el));
   // Printing draws every chart first.
   window.addEventListener("beforeprint", () => charts.forEach((el) => { if (!el.dataset.drawn) draw(el); }));
-})();
+}
+setUpCharts();

@@ -1,43 +1,22 @@
 // Interactive FX graph viewer: a <section class="graph-card"> fetches its graph when it scrolls into view (or is
 // linked to), has it laid out by the shared worker, and draws it on a canvas: pan (drag), zoom (wheel), search,
-// click a node for its details, click a module box to open or close it. Every text is set with textContent.
-import { SIZES, argsOf, buildModel, chainOf, defaultExpanded, field, layoutInput, moduleLabel, nodeFields, nodeNumber,
-  shownTags, tagWidth, tagsOf, usersOf } from "./graph-layout.js";
+// click a node (or focus it with the keyboard and press Enter) for its details, click a module box to open or
+// close it. Every text is set with textContent. The viewer holds the state; geometry and hit tests are in
+// graph-model.js, drawing in graph-painter.js, input in graph-interaction.js, the worker's protocol in
+// graph-rpc.js.
+import { argsOf, buildModel, chainOf, defaultExpanded, field, layoutInput, moduleLabel, nodeFields, nodeNumber,
+  tagsOf, usersOf } from "./graph-layout.js";
+import { bindInteraction } from "./graph-interaction.js";
+import { describeFocus, enclosingGroup, firstItemIn, focusRect, focusedNode, itemOf, rectOf } from "./graph-model.js";
+import { COLORS, GraphPainter, MARKS, kernelColors, markLabels } from "./graph-painter.js";
+import { LayoutClient } from "./graph-rpc.js";
 
 export const viewers = new Map();  // graph id -> GraphViewer
 
-let worker = null;  // started by setUpViewers when the page has a graph, so it loads while the graph is fetched
-const pending = new Map();  // graph id -> resolve of the layout it waits for
+let layouts = null;  // started by setUpViewers when the page has a graph, so it loads while the graph is fetched
 
-function startWorker() {
-  worker = new Worker(new URL("./graph-worker.js", import.meta.url), { type: "module" });
-  worker.onmessage = (event) => {
-    const resolve = pending.get(event.data.id);
-    pending.delete(event.data.id);
-    if (resolve) resolve(event.data.result);
-  };
-}
-
-const COLORS = {
-  ink: "#1d232a", muted: "#68717d", edge: "#9aa5b1", node: "#ffffff", border: "#7d8894", input: "#e4eefb",
-  inputBorder: "#5b84b1", box: "rgba(63, 110, 165, 0.05)", boxBorder: "#b7c6d8", collapsed: "#eef3f9",
-  highlight: "#e8590c", selected: "#b8460b",
-};
-// Stage marks (docs/report-schema.md): [test, fill, border, legend label], first match wins.
-const MARKS = [
-  [(m) => m.input_mutation === true, "#fbd5d0", "#c0392b", "input write-back (copy_ into a mutated input)"],
-  [(m) => m.rewritten === "in-place", "#fde0dc", "#c0392b", "in-place op (functionalization rewrites it)"],
-  [(m) => m.rewritten === "view", "#fff4c2", "#a07d00", "view op (functionalization rewrites it)"],
-  [(m) => m.saved === true, "#ffe3c4", "#d9822b", "saved for backward"],
-  [(m) => m.recomputed === true, "#eadcf8", "#8e5bd0", "recomputed in backward"],
-  [(m) => m.backward === true, "#e9eef5", "#7d8fa6", "backward part of the joint graph"],
-];
-
-function kernelHue(name) {
-  let hash = 0;
-  for (const char of name) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
-  return (hash * 137.508) % 360;
-}
+/** How much larger canvas text is drawn in presentation mode (?present=1), as the page's text is. */
+const PRESENT_TEXT_SCALE = 1.5;
 
 function element(tag, props = {}, children = []) {
   const el = document.createElement(tag);
@@ -57,18 +36,25 @@ export class GraphViewer {
     this.canvas = card.querySelector("canvas");
     this.stage = card.querySelector(".graph-stage");
     this.info = card.querySelector(".graph-info");
+    this.infoHint = [...this.info.childNodes];  // shown again when the selection is cleared
     this.status = card.querySelector(".graph-status");
     this.legend = card.querySelector(".graph-legend");
     this.highlightNote = card.querySelector(".graph-highlight");
     this.search = card.querySelector(".graph-search");
+    this.painter = new GraphPainter(this.canvas);
+    this.textScale = document.body.classList.contains("present") ? PRESENT_TEXT_SCALE : 1;
     this.view = { scale: 1, x: 0, y: 0 };
     this.highlighted = new Set();
     this.selected = -1;
+    this.focus = null;  // the keyboard's {item, tag} (graph-model.js)
+    this.keyboardFocus = false;  // whether the ring is shown: the canvas has the focus from the keyboard
     this.loading = null;
     this.matches = [];
     this.matchCursor = -1;
-    this.styles = new Map();  // see style()
-    this.bind();
+    this.layoutsAsked = 0;  // relayout requests sent, and the newest one whose layout is shown
+    this.layoutShown = 0;
+    bindInteraction(this);
+    this.bindToolbar();
   }
 
   load() {
@@ -91,7 +77,7 @@ export class GraphViewer {
     this.graph = await response.json();
     this.model = buildModel(this.graph);
     const { input, transfer } = layoutInput(this.model);
-    worker.postMessage({ type: "init", id: this.id, input }, transfer);
+    layouts.init(this.id, input, transfer);
     this.expanded = defaultExpanded(this.model);
     await this.relayout();
     this.fitStageHeight();
@@ -103,15 +89,18 @@ export class GraphViewer {
     this.card.dataset.readyAt = String(performance.now());
   }
 
-  relayout() {
-    return new Promise((resolve) => {
-      pending.set(this.id, resolve);
-      worker.postMessage({ type: "layout", id: this.id, expanded: [...this.expanded] });
-    }).then((result) => {
-      this.layout = result;
-      this.card.dataset.visible = String(result.items.length);  // what is drawn: nodes and closed module boxes
-      this.draw();
-    });
+  /** Lays the graph out again for this.expanded. Overlapping calls each get their own answer (request ids), and
+   *  an answer older than the one shown is not drawn over it. */
+  async relayout() {
+    const asked = ++this.layoutsAsked;
+    const result = await layouts.layout(this.id, this.expanded);
+    if (asked < this.layoutShown) return;
+    this.layoutShown = asked;
+    this.layout = result;
+    this.card.dataset.visible = String(result.items.length);  // what is drawn: nodes and closed module boxes
+    this.card.dataset.layouts = String(asked);
+    if (this.focus && !result.items.includes(this.focus.item)) this.focus = null;  // its box was closed
+    this.draw();
   }
 
   // Geometry
@@ -129,34 +118,50 @@ export class GraphViewer {
 
   /** A small graph gets a short stage rather than a mostly empty one. */
   fitStageHeight() {
-    const wanted = Math.ceil(this.layout.height + 48);
+    const wanted = Math.ceil(this.layout.height * this.textScale + 48);
     const full = this.stage.getBoundingClientRect().height;
     if (wanted < full) this.stage.style.height = `${Math.max(180, wanted)}px`;
   }
 
+  /** The whole graph in view, as large as fits up to full size (presentation: larger); a graph too large to be
+   *  read whole is fitted to its width (and scrolled), down to a scale where text is still drawn. */
   fit() {
     this.resize();
     const { width, height } = this.layout;
-    const margin = 24;
-    let scale = Math.min(1.1, (this.size.width - margin) / Math.max(1, width), (this.size.height - margin) / Math.max(1, height));
-    if (scale < 0.35) scale = Math.max(0.35, Math.min(1.1, (this.size.width - margin) / Math.max(1, width)));
+    const margin = 24, full = 1.1 * this.textScale, readable = 0.35 * this.textScale;
+    let scale = Math.min(full, (this.size.width - margin) / Math.max(1, width), (this.size.height - margin) / Math.max(1, height));
+    if (scale < readable) scale = Math.max(readable, Math.min(full, (this.size.width - margin) / Math.max(1, width)));
     this.view.scale = scale;
     this.view.x = Math.max(margin / 2, (this.size.width - width * scale) / 2);
     this.view.y = height * scale < this.size.height ? (this.size.height - height * scale) / 2 : margin / 2;
     this.draw();
   }
 
-  rect(item) {
-    const r = this.layout.rects;
-    return [r[item * 4], r[item * 4 + 1], r[item * 4 + 2], r[item * 4 + 3]];
-  }
-
   centerOn(item) {
-    const [x, y, w, h] = this.rect(item);
+    const [x, y, w, h] = rectOf(this.layout, item);
     if (Number.isNaN(x)) return;
-    this.view.scale = Math.max(this.view.scale, 0.8);
+    this.view.scale = Math.max(this.view.scale, 0.8 * this.textScale);
     this.view.x = this.size.width / 2 - (x + w / 2) * this.view.scale;
     this.view.y = this.size.height / 2 - (y + h / 2) * this.view.scale;
+    this.draw();
+  }
+
+  /** Pans the least that brings a rectangle (graph coordinates) into view with a margin (room for the focus ring
+   *  and a tag below). */
+  keepInView([x, y, w, h]) {
+    const margin = 40, { scale } = this.view;
+    const left = x * scale + this.view.x, top = y * scale + this.view.y;
+    if (left < margin) this.view.x += margin - left;
+    else if (left + w * scale > this.size.width - margin) this.view.x -= Math.min(left - margin, left + w * scale - this.size.width + margin);
+    if (top < margin) this.view.y += margin - top;
+    else if (top + h * scale > this.size.height - margin) this.view.y -= Math.min(top - margin, top + h * scale - this.size.height + margin);
+  }
+
+  zoomAt(px, py, factor) {
+    const scale = Math.min(4 * this.textScale, Math.max(0.02, this.view.scale * factor));
+    this.view.x = px - (px - this.view.x) * (scale / this.view.scale);
+    this.view.y = py - (py - this.view.y) * (scale / this.view.scale);
+    this.view.scale = scale;
     this.draw();
   }
 
@@ -179,212 +184,55 @@ export class GraphViewer {
 
   paint() {
     if (!this.size) this.resize();
-    const ctx = this.canvas.getContext("2d");
-    const { scale, x: tx, y: ty } = this.view;
-    ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.clearRect(0, 0, this.canvas.width, this.canvas.height);
-    ctx.setTransform(this.ratio * scale, 0, 0, this.ratio * scale, this.ratio * tx, this.ratio * ty);
-    const left = -tx / scale, top = -ty / scale;
-    const right = left + this.size.width / scale, bottom = top + this.size.height / scale;
-    const inView = (x, y, w, h) => x + w >= left && x <= right && y + h >= top && y <= bottom;
-    const withText = scale > 0.3;
-    const dim = this.highlighted.size > 0;
-
-    for (const item of this.layout.boxes) {
-      const [x, y, w, h] = this.rect(item);
-      if (!inView(x, y, w, h)) continue;
-      const group = this.model.groups[item - this.model.count];
-      ctx.fillStyle = COLORS.box;
-      ctx.strokeStyle = COLORS.boxBorder;
-      ctx.lineWidth = 1 / Math.max(scale, 0.5);
-      roundRect(ctx, x, y, w, h, 8);
-      ctx.fill();
-      ctx.stroke();
-      if (withText) {
-        ctx.fillStyle = COLORS.muted;
-        ctx.font = "600 12px system-ui, sans-serif";
-        ctx.fillText(`▾ ${group.label}  ${group.type}`, x + 8, y + 15, w - 16);
-      }
-    }
-
-    ctx.strokeStyle = COLORS.edge;
-    ctx.lineWidth = 1.2;
-    ctx.beginPath();
-    const edges = this.layout.edges;
-    for (let e = 0; e < edges.length; e += 2) {
-      const [ax, ay, aw, ah] = this.rect(edges[e]);
-      const [bx, by, bw] = this.rect(edges[e + 1]);
-      const sx = ax + aw / 2, sy = ay + ah - (this.isNode(edges[e]) && this.model.returned[edges[e]] ? SIZES.tagHeight + 3 : 0);
-      const ex = bx + bw / 2, ey = by + (this.isNode(edges[e + 1]) && tagsOf(this.model, edges[e + 1]).length ? SIZES.tagHeight + 3 : 0);
-      if (Math.max(sx, ex) < left || Math.min(sx, ex) > right || Math.max(sy, ey) < top || Math.min(sy, ey) > bottom) continue;
-      const bend = Math.max(16, Math.abs(ey - sy) / 2);
-      ctx.moveTo(sx, sy);
-      ctx.bezierCurveTo(sx, sy + bend, ex, ey - bend, ex, ey);
-      if (scale > 0.45) {
-        ctx.moveTo(ex - 3.5, ey - 6);
-        ctx.lineTo(ex, ey);
-        ctx.lineTo(ex + 3.5, ey - 6);
-      }
-    }
-    ctx.stroke();
-
-    for (const item of this.layout.items) {
-      const [x, y, w, h] = this.rect(item);
-      if (!inView(x, y, w, h)) continue;
-      if (this.isNode(item)) this.paintNode(ctx, item, x, y, w, h, withText, dim);
-      else this.paintCollapsed(ctx, item, x, y, w, h, withText, dim);
-    }
+    this.painter.paint({ model: this.model, layout: this.layout, view: this.view, size: this.size, ratio: this.ratio,
+      highlighted: this.highlighted, selected: this.selected, focus: this.keyboardFocus ? this.focus : null });
   }
 
-  isNode(item) {
-    return item < this.model.count;
+  // Focus, selection and highlights
+
+  /** Moves the keyboard focus (null: none), keeps it in view and describes it in the live region. */
+  setFocus(focus) {
+    this.focus = focus;
+    if (!focus) return;
+    const node = focusedNode(this.model, focus);
+    this.card.dataset.focused = node >= 0 ? this.model.names[node]
+      : `module:${this.model.groups[focus.item - this.model.count].path}`;
+    this.keepInView(focusRect(this.model, this.layout, focus));
+    this.focusNote.textContent = describeFocus(this.model, this.layout, focus);
+    this.draw();
   }
 
-  /** [fill, border] of node i: by its marks, else input or op. Worked out once per distinct marks and op. */
-  style(i) {
-    const marksIndex = this.model.columns.marks.index[i], op = field(this.model, "op", i);
-    const input = op === "placeholder" || op === "get_attr";
-    const key = 2 * marksIndex + (input ? 1 : 0);
-    let style = this.styles.get(key);
-    if (!style) {
-      const marks = this.model.columns.marks.values[marksIndex] || {};
-      const marked = MARKS.find(([test]) => test(marks));
-      if (marks.kernel) style = [`hsl(${kernelHue(marks.kernel)} 70% 88%)`, `hsl(${kernelHue(marks.kernel)} 45% 40%)`];
-      else if (marked) style = [marked[1], marked[2]];
-      else style = input ? [COLORS.input, COLORS.inputBorder] : [COLORS.node, COLORS.border];
-      this.styles.set(key, style);
+  /** What a click on a node or module box does; Enter on the focused one does the same. */
+  async activate(hit) {
+    if (hit.kind === "group") {
+      const opening = !this.expanded.has(hit.group);
+      await this.toggleGroup(hit.group);
+      const first = opening && this.keyboardFocus ? firstItemIn(this.model, this.layout, hit.group) : -1;
+      if (first >= 0) this.setFocus({ item: first, tag: -1 });
+      return;
     }
-    return style;
+    const item = itemOf(this.model, hit.node);
+    if (item >= 0 && !this.keyboardFocus) {  // a click moves the keyboard's focus there too
+      this.focus = { item, tag: item === hit.node ? -1 : tagsOf(this.model, item).indexOf(hit.node) };
+    }
+    await this.select(hit.node, { updateUrl: true });
   }
 
-  paintNode(ctx, i, x, y, w, h, withText, dim) {
-    const model = this.model, name = model.names[i];
-    const hit = this.highlighted.has(i);
-    ctx.globalAlpha = dim && !hit && this.selected !== i ? 0.28 : 1;
-    let top = y;
-    const tags = tagsOf(model, i);
-    if (tags.length) {
-      let tx = x;
-      const shown = shownTags(model, i);
-      for (const j of shown) {
-        const tw = tagWidth(model.names[j]);
-        this.paintTag(ctx, tx, top, tw, model.names[j], ...this.style(j), withText, this.highlighted.has(j) || this.selected === j);
-        tx += tw + SIZES.tagGap;
-      }
-      if (shown.length < tags.length) {
-        const more = `+${tags.length - shown.length}`;
-        this.paintTag(ctx, tx, top, tagWidth(more), more, COLORS.input, COLORS.inputBorder, withText, false);
-      }
-      top += SIZES.tagHeight + 3;
-    }
-    const [fill, border] = this.style(i);
-    ctx.fillStyle = fill;
-    ctx.strokeStyle = hit ? COLORS.highlight : border;
-    ctx.lineWidth = hit ? 3 : 1.2;
-    roundRect(ctx, x, top, w, SIZES.nodeHeight, 5);
-    ctx.fill();
-    ctx.stroke();
-    if (this.selected === i) {
-      ctx.strokeStyle = COLORS.selected;
-      ctx.lineWidth = 2.5;
-      roundRect(ctx, x - 4, top - 4, w + 8, SIZES.nodeHeight + 8, 8);
-      ctx.stroke();
-    }
-    if (withText) {
-      ctx.fillStyle = COLORS.ink;
-      ctx.font = "600 12px ui-monospace, 'DejaVu Sans Mono', monospace";
-      ctx.fillText(name, x + 8, top + 15, w - 16);
-      ctx.fillStyle = COLORS.muted;
-      ctx.font = "11px ui-monospace, 'DejaVu Sans Mono', monospace";
-      const op = field(model, "op", i);
-      ctx.fillText(op.startsWith("call_") ? model.targetLabels[model.columns.target.index[i]] : op, x + 8, top + 29, w - 16);
-    }
-    if (model.returned[i]) {
-      this.paintTag(ctx, x + w / 2 - 18, top + SIZES.nodeHeight + 3, 36, "out", "#f1f3f5", COLORS.muted, withText, false);
-    }
-    ctx.globalAlpha = 1;
+  /** Backspace: closes the box around the focused item, which keeps the focus. */
+  async closeFocusedBox() {
+    const g = this.focus ? enclosingGroup(this.model, this.focus.item) : -1;
+    if (g < 0) return;
+    await this.toggleGroup(g);
+    this.setFocus({ item: this.model.count + g, tag: -1 });
   }
 
-  paintTag(ctx, x, y, w, text, fill, border, withText, hit) {
-    ctx.fillStyle = fill;
-    ctx.strokeStyle = hit ? COLORS.highlight : border;
-    ctx.lineWidth = hit ? 2.5 : 1;
-    roundRect(ctx, x, y, w, SIZES.tagHeight, 7);
-    ctx.fill();
-    ctx.stroke();
-    if (withText) {
-      ctx.fillStyle = COLORS.ink;
-      ctx.font = "10px ui-monospace, 'DejaVu Sans Mono', monospace";
-      ctx.fillText(text, x + 5, y + 11, w - 8);
-    }
+  activateFocus() {
+    const node = focusedNode(this.model, this.focus);
+    if (node < 0) return this.activate({ kind: "group", group: this.focus.item - this.model.count });
+    return this.activate({ kind: "node", node });
   }
 
-  paintCollapsed(ctx, item, x, y, w, h, withText, dim) {
-    const group = this.model.groups[item - this.model.count];
-    const hit = this.groupHasHighlight(item - this.model.count);
-    ctx.globalAlpha = dim && !hit ? 0.28 : 1;
-    ctx.fillStyle = COLORS.collapsed;
-    ctx.strokeStyle = hit ? COLORS.highlight : COLORS.inputBorder;
-    ctx.lineWidth = hit ? 3 : 1.4;
-    roundRect(ctx, x, y, w, h, 8);
-    ctx.fill();
-    ctx.stroke();
-    if (withText) {
-      ctx.fillStyle = COLORS.ink;
-      ctx.font = "600 12px system-ui, sans-serif";
-      ctx.fillText(`▸ ${group.label}`, x + 8, y + 16, w - 16);
-      ctx.fillStyle = COLORS.muted;
-      ctx.font = "11px system-ui, sans-serif";
-      ctx.fillText(`${group.type} · ${group.size} nodes`, x + 8, y + 32, w - 16);
-    }
-    ctx.globalAlpha = 1;
-  }
-
-  groupHasHighlight(g) {
-    if (!this.highlighted.size) return false;
-    for (const i of this.highlighted) if (chainOf(this.model, i).includes(g)) return true;
-    return false;
-  }
-
-  // Interaction
-
-  bind() {
-    const canvas = this.canvas;
-    let drag = null;
-    canvas.addEventListener("pointerdown", (event) => {
-      drag = { x: event.clientX, y: event.clientY, vx: this.view.x, vy: this.view.y, moved: false };
-      canvas.setPointerCapture(event.pointerId);
-    });
-    canvas.addEventListener("pointermove", (event) => {
-      if (!drag) return;
-      const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
-      if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
-      this.view.x = drag.vx + dx;
-      this.view.y = drag.vy + dy;
-      this.draw();
-    });
-    canvas.addEventListener("pointerup", (event) => {
-      const wasClick = drag && !drag.moved;
-      drag = null;
-      if (wasClick && this.layout) this.click(event);
-    });
-    canvas.addEventListener("wheel", (event) => {
-      if (!this.layout) return;
-      event.preventDefault();
-      const box = canvas.getBoundingClientRect();
-      this.zoomAt(event.clientX - box.left, event.clientY - box.top, Math.exp(-event.deltaY * 0.0015));
-    }, { passive: false });
-    canvas.addEventListener("keydown", (event) => {
-      const moves = { ArrowLeft: [40, 0], ArrowRight: [-40, 0], ArrowUp: [0, 40], ArrowDown: [0, -40] };
-      if (moves[event.key]) {
-        this.view.x += moves[event.key][0];
-        this.view.y += moves[event.key][1];
-        this.draw();
-      } else if (event.key === "+" || event.key === "=") this.zoomAt(this.size.width / 2, this.size.height / 2, 1.25);
-      else if (event.key === "-") this.zoomAt(this.size.width / 2, this.size.height / 2, 0.8);
-      else return;
-      event.preventDefault();
-    });
+  bindToolbar() {
     this.card.querySelector("[data-action=fit]").addEventListener("click", () => this.load().then(() => this.fit()));
     this.card.querySelector("[data-action=expand]").addEventListener("click", () => this.setAllExpanded(true));
     this.card.querySelector("[data-action=collapse]").addEventListener("click", () => this.setAllExpanded(false));
@@ -400,54 +248,11 @@ export class GraphViewer {
     new ResizeObserver(() => { if (this.layout) { this.resize(); this.draw(); } }).observe(this.stage);
   }
 
-  zoomAt(px, py, factor) {
-    const scale = Math.min(4, Math.max(0.02, this.view.scale * factor));
-    this.view.x = px - (px - this.view.x) * (scale / this.view.scale);
-    this.view.y = py - (py - this.view.y) * (scale / this.view.scale);
-    this.view.scale = scale;
-    this.draw();
-  }
-
   async setAllExpanded(open) {
     await this.load();
     this.expanded = open ? new Set(this.model.groups.map((_, g) => g)) : new Set();
     await this.relayout();
     this.fit();
-  }
-
-  click(event) {
-    const box = this.canvas.getBoundingClientRect();
-    const wx = (event.clientX - box.left - this.view.x) / this.view.scale;
-    const wy = (event.clientY - box.top - this.view.y) / this.view.scale;
-    const hit = this.hitTest(wx, wy);
-    if (hit === null) return;
-    if (hit.kind === "group") this.toggleGroup(hit.group);
-    else this.select(hit.node, { updateUrl: true });
-  }
-
-  hitTest(wx, wy) {
-    const inside = (x, y, w, h) => wx >= x && wx <= x + w && wy >= y && wy <= y + h;
-    const items = this.layout.items;
-    for (let k = items.length - 1; k >= 0; k--) {
-      const item = items[k];
-      const [x, y, w, h] = this.rect(item);
-      if (!inside(x, y, w, h)) continue;
-      if (!this.isNode(item)) return { kind: "group", group: item - this.model.count };
-      if (tagsOf(this.model, item).length && wy < y + SIZES.tagHeight + 3) {
-        let tx = x;
-        for (const j of shownTags(this.model, item)) {
-          const tw = tagWidth(this.model.names[j]);
-          if (wx >= tx && wx <= tx + tw) return { kind: "node", node: j };
-          tx += tw + SIZES.tagGap;
-        }
-      }
-      return { kind: "node", node: item };
-    }
-    for (const item of [...this.layout.boxes].reverse()) {
-      const [x, y, w] = this.rect(item);
-      if (inside(x, y, w, SIZES.groupHead)) return { kind: "group", group: item - this.model.count };
-    }
-    return null;
   }
 
   async toggleGroup(g) {
@@ -472,18 +277,12 @@ export class GraphViewer {
     return true;
   }
 
-  /** The drawn item that shows node i (itself, or the reader its input tag sits on). */
-  itemOf(i) {
-    if (this.model.drawn[i]) return i;
-    return usersOf(this.model, i).find((u) => this.model.drawn[u]) ?? -1;
-  }
-
   async select(i, { updateUrl = false, center = false } = {}) {
     await this.load();
     if (typeof i === "string") i = nodeNumber(this.model, i);
     if (i < 0) return false;
     this.selected = i;
-    const item = this.itemOf(i);
+    const item = itemOf(this.model, i);
     if (item >= 0) await this.reveal(item);
     if (center && item >= 0) this.centerOn(item);
     this.showDetails(i);
@@ -491,6 +290,16 @@ export class GraphViewer {
     if (updateUrl) history.replaceState(null, "", `#graph-${this.id}/${encodeURIComponent(this.model.names[i])}`);
     this.card.dataset.selected = this.model.names[i];
     return true;
+  }
+
+  /** Escape: no node selected, nothing highlighted; the URL keeps the graph but not the node. */
+  clearSelection() {
+    this.selected = -1;
+    delete this.card.dataset.selected;
+    this.info.replaceChildren(...this.infoHint);
+    if (location.hash.startsWith(`#graph-${this.id}/`)) history.replaceState(null, "", `#graph-${this.id}`);
+    this.clearHighlight();
+    this.draw();
   }
 
   /** Highlights nodes by name (a kernel's, a line's, a search's) and says so under the graph. */
@@ -508,7 +317,7 @@ export class GraphViewer {
         ...shown.map((name) => element("code", { className: "chip", textContent: name })));
     }
     if (found.length) {
-      const items = found.map((i) => this.itemOf(i)).filter((item) => item >= 0);
+      const items = found.map((i) => itemOf(this.model, i)).filter((item) => item >= 0);
       let changed = false;
       for (const item of items) changed = (await this.reveal(item)) || changed;
       if (!changed) this.draw();
@@ -585,7 +394,7 @@ export class GraphViewer {
     }
     if (node.original_aten && node.original_aten !== node.target) add("from ATen op", element("code", { textContent: node.original_aten }));
     const marks = node.marks || {};
-    const markText = MARKS.filter(([test]) => test(marks)).map(([, , , label]) => label);
+    const markText = markLabels(marks);
     if (markText.length) add("marks", markText.join("; "));
     if (marks.kernel) {
       const here = document.getElementById(`kernel-${marks.kernel}`);
@@ -608,7 +417,7 @@ export class GraphViewer {
     const entries = new Map();
     for (const value of this.model.columns.marks.values) {  // each distinct marks, in graph order
       const marks = value || {};
-      if (marks.kernel) entries.set(`kernel:${marks.kernel}`, [`hsl(${kernelHue(marks.kernel)} 70% 88%)`, `hsl(${kernelHue(marks.kernel)} 45% 40%)`, marks.kernel]);
+      if (marks.kernel) entries.set(`kernel:${marks.kernel}`, [...kernelColors(marks.kernel), marks.kernel]);
       for (const [test, fill, border, label] of MARKS) if (test(marks)) entries.set(label, [fill, border, label]);
     }
     entries.set("input", [COLORS.input, COLORS.inputBorder, "input / parameter (tag above each reader)"]);
@@ -621,11 +430,6 @@ export class GraphViewer {
   }
 }
 
-function roundRect(ctx, x, y, w, h, r) {
-  ctx.beginPath();
-  ctx.roundRect(x, y, w, h, r);
-}
-
 /** Creates a viewer for every graph card; each loads when it first scrolls into view. */
 export function setUpViewers(root = document) {
   const observer = new IntersectionObserver((entries) => {
@@ -636,7 +440,7 @@ export function setUpViewers(root = document) {
     }
   }, { rootMargin: "200px" });
   const cards = root.querySelectorAll(".graph-card");
-  if (cards.length) startWorker();
+  if (cards.length) layouts ??= new LayoutClient(new Worker(new URL("./graph-worker.js", import.meta.url), { type: "module" }));
   for (const card of cards) {
     viewers.set(card.dataset.graphId, new GraphViewer(card));
     observer.observe(card);

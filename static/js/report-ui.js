@@ -2,12 +2,12 @@
 // cross-highlighting between them. URL fragments (shareable):
 //   #L-6                  a line of the user's file: its Dynamo nodes, ATen nodes and kernels
 //   #kernel-NAME          a generated kernel: its source, its nodes (forward or backward graph) and lines
-//   #graph-ID[/NODE]      a graph (ids in webapp/reportview.py), and a node in it
+//   #graph-ID[/NODE]      a graph (ids: contract/graphs.py, given here by contract.js), and a node in it
+import { graphTab } from "./contract.js";
 import { setUpViewers, viewers } from "./graph-view.js";
 
 const source = document.getElementById("source");
 const report = document.querySelector(".report");
-const TAB_OF_GRAPH = { dynamo: "dynamo", aot: "aot", func: "aot", postgrad: "inductor" };
 let provenance = null;
 
 function element(tag, props = {}, children = []) {
@@ -20,7 +20,7 @@ function element(tag, props = {}, children = []) {
 function graphHref(graphId, node) {
   const fragment = `#graph-${graphId}${node ? `/${encodeURIComponent(node)}` : ""}`;
   if (document.getElementById(`graph-${graphId}`)) return fragment;
-  return `${source.dataset.reportUrl}/${TAB_OF_GRAPH[graphId.split("-")[0]]}${fragment}`;
+  return `${source.dataset.reportUrl}/${graphTab(graphId)}${fragment}`;
 }
 
 function kernelHref(name) {

@@ -1,5 +1,5 @@
 // Copy-link button: the clipboard API where allowed, else select the link so Ctrl+C copies it.
-(function () {
+function setUpCopyLink() {
   const button = document.getElementById("copy-link");
   const input = document.getElementById("share-link");
   if (!button || !input) return;
@@ -12,4 +12,5 @@
       button.textContent = "Press Ctrl+C";
     }
   });
-})();
+}
+setUpCopyLink();

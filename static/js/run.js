@@ -1,6 +1,6 @@
 // The run page while a job is queued or running: polls the API and updates the stage list; reloads into the
 // report once the run has finished.
-(function () {
+function pollRun() {
   const run = document.getElementById("run");
   if (!run) return;
   const apiUrl = run.dataset.apiUrl;
@@ -45,4 +45,5 @@
     setTimeout(poll, 500);
   }
   poll();
-})();
+}
+pollRun();

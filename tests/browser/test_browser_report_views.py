@@ -53,6 +53,9 @@ def test_a_node_link_opens_on_the_node_and_its_line_shows_every_stage(site, samp
     expect(box).to_be_visible()
     expect(box.locator("h3")).to_have_text("Line 6")
     expect(box).to_contain_text("Dynamo nodes (5)")
+    # A graph of another tab links to that tab (the tab of a graph id: static/js/contract.js, from contract/graphs.py).
+    expect(box.locator("a.graph-link", has_text=re.compile("^Post-grad")).first).to_have_attribute(
+        "href", re.compile(r"/inductor#graph-postgrad-0$"))
     for name in ("sin", "cos", "mul", "tanh", "add"):
         expect(box.locator("a.node-link", has_text=re.compile(f"^{name}$")).first).to_be_visible()
     expect(box.get_by_role("link", name=SEED_KERNEL)).to_have_attribute(

@@ -24,7 +24,8 @@ IMAGE_TARGETS = {"web": "web", "worker": "worker", "worker-gpu": "worker-gpu"}  
 def installed_requirements(target: str) -> set[str]:
     """The requirements files `pip install -r` reads in the target's stages."""
     runs = [run for stage in stack.stage_chain(STAGES, target) for run in stage.arguments("RUN")]
-    return set(re.findall(r"pip install (?:-\S+ )*-r (\S+)", " ".join(runs)))
+    installs = [cmd for run in runs for cmd in run.split("&&") if cmd.strip().startswith("pip install")]
+    return {path for cmd in installs for path in re.findall(r"-r (\S+)", cmd)}
 
 
 def requirement_lines(path: str) -> list[str]:

@@ -1,4 +1,7 @@
 """Bad input and faults: each gives a failed report naming the cause, the stage and the user's line."""
+import pytest
+
+from contract.report import checked_report
 from tests.engine.conftest import run_code
 
 FAST = ["eager", "backend_eager"]
@@ -58,3 +61,38 @@ def test_child_gets_no_secrets_from_the_parent_environment(tmp_path, monkeypatch
     report, _ = run_code(tmp_path, code, configs=["eager"])
     assert report["status"] == "ok"
     assert "DATABASE_URL" not in report["user_output"]["stdout"] and "ENV" in report["user_output"]["stdout"]
+
+
+# The user's code can outlive the child's last write (an atexit hook) and replace report.json: the parent reads it
+# as untrusted data and validates it (contract.report), so a wrong field is a failure naming it, never a crash.
+SPOIL_THE_REPORT = """import atexit, json, torch
+
+
+def spoil():
+    with open("report.json") as f:
+        report = json.load(f)
+    {change}
+    with open("report.json", "w") as f:
+        json.dump(report, f)
+
+
+atexit.register(spoil)
+model = lambda x: x.sin()
+example_inputs = (torch.ones(2),)
+"""
+
+
+@pytest.mark.parametrize("change, named", [
+    ('report["dynamo"]["summary"]["graph_count"] = "many"',
+     "dynamo.summary.graph_count: Input should be a valid integer"),
+    ('report["runtime"]["benchmarks"][0]["verdict"] = "fast"',
+     "runtime.benchmarks[0].verdict: Extra inputs are not permitted"),
+    ('report["schema_version"] = 99', "report schema_version 99 is not one this pt2scope reads"),
+])
+def test_an_invalid_report_from_the_child_is_a_failure_naming_the_field(tmp_path, change, named):
+    report, _ = run_code(tmp_path, SPOIL_THE_REPORT.format(change=change), configs=["eager"])
+    failure = report["failure"]
+    assert report["status"] == "failed" and failure["kind"] == "invalid_report"
+    assert failure["message"].startswith(f"report from the job is invalid: {named}")
+    assert report["dynamo"]["graphs"] == []  # nothing of the invalid report is kept
+    assert checked_report(report) == report

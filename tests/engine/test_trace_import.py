@@ -12,6 +12,7 @@ import zipfile
 import pytest
 import torch
 
+from contract.report import checked_report
 from engine.fxgraph import serialize_graph
 from engine.fxtext import parse_graph_code, value_meta
 from engine.importjob import ImportFailed, ImportLimits, run_import
@@ -258,3 +259,17 @@ def test_cli_import_writes_one_report_per_rank(tmp_path):
     assert sorted(os.listdir(out)) == ["report.json", "report.rank1.json"]
     assert json.loads((out / "report.rank1.json").read_text())["trace_import"]["rank"] == 1
     assert "kernel(s)" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["seed_default", "seed_reduce_overhead", "mlp_train_bf16", "graph_break",
+                                  "recompile", "input_mutation_cudagraph_skip"])
+def test_every_recorded_log_imports_as_a_valid_report(name):
+    (report,) = import_trace(recorded(name))
+    checked = checked_report(report)  # the contract the parent and storage hold every report to
+    assert checked["trace_import"]["file"]["records"] > 0 and checked["status"] == "ok"
+    assert checked["caches"]["state"] == "from the log"
+
+
+def test_a_fresh_log_imports_as_a_valid_report(fresh_log):
+    checked = checked_report(import_trace(str(fresh_log))[0])
+    assert checked["environment"]["torch_version"] == torch.__version__

@@ -5,10 +5,14 @@ import io
 import json
 import os
 import re
+from dataclasses import asdict
 
 import pytest
 from sqlalchemy import event
 
+from contract.report import checked_report
+from engine.job import JobRequest
+from engine.report import failed_report
 from tests.support import SEED, form_token
 from storage import runstore
 from storage.config import PROJECT_ROOT
@@ -105,7 +109,7 @@ def test_every_tab_of_a_sample_report_renders_its_artifacts(client, db, path):
         assert benchmark["config"] in html["runtime"]
     download = client.get(f"/r/{run.slug}/report.json")
     assert download.headers["Content-Disposition"].startswith("attachment")
-    assert json.loads(download.data) == json.loads(json.dumps(report, default=str))
+    assert json.loads(download.data) == checked_report(report)  # as stored: validated, upgraded to the current version
 
 
 def test_graph_breaks_link_to_the_users_lines(client, db):
@@ -143,9 +147,9 @@ def test_a_failed_run_shows_the_error_at_the_users_line(client, db):
     code = "import torch\n\ndef f(x)\n    return x\n"
     slug = client.post("/api/runs", json={"code": code}).get_json()["id"]
     run = runstore.get_run(db, slug)
-    runstore.store_report(db, run.id, {"status": "failed", "failure": {
-        "stage": "load", "kind": "syntax_error", "message": "expected ':'", "file": "model.py", "line": 3,
-        "traceback": "SyntaxError: expected ':'"}})
+    request = {**asdict(JobRequest(code=code)), "configs": ["eager"]}
+    runstore.store_report(db, run.id, failed_report(request, "load", "syntax_error", "expected ':'", file="model.py",
+                                                    line=3, traceback_text="SyntaxError: expected ':'"))
     html = client.get(f"/r/{slug}").get_data(as_text=True)
     assert 'id="error-line"' in html and 'href="/r/' + slug + '#L-3"' in html and "def f(x)" in html
     assert client.get(f"/api/runs/{slug}").get_json()["error"]["line"] == 3

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from engine.report import DEFAULT_CONFIGS, STAGES
+from contract.vocab import DEFAULT_CONFIGS, STAGES
 from webapp import context, reportview, security
 from storage import runstore
 from webapp.examples import list_examples, read_example

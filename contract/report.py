@@ -1,0 +1,934 @@
+"""The report as types: one pydantic model per section, the single definition of docs/report-schema.md.
+
+The engine builds its empty and failed reports from these models, the parent validates what the child wrote
+(engine/job.py), storage validates what it stores and upgrades old reports on read (storage's run store), and
+``python -m contract.docs`` generates docs/report-schema.json and docs/report-schema.md from them.
+
+Unknown keys are rejected (``extra="forbid"``) and types are strict: a field that is written but not declared
+here, or declared with another type, fails validation with its path, so the documented contract and what the
+engine writes cannot drift apart. Every field has a default where the value can be unknown (a job that failed
+early), so a validated report always carries every key, null where nothing was recorded.
+"""
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contract.vocab import CONFIGS, DEVICES, FAILURE_KINDS, GRAPH_KINDS, ISOLATION_MODES, STAGES
+
+# v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
+# rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded
+# on read (upgrade()).
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+VERSION_HISTORY = {
+    1: "the first version: keys could be absent (an empty section was `{}`; `grad_*` errors only when training; "
+       "early engines wrote no sandbox limits into `request`).",
+    2: "the same fields, typed by contract/report.py: every key of every object is present (null where nothing "
+       "was recorded) and unknown keys are rejected; the job's report is validated where it enters the parent "
+       "and where it is stored. A v1 report is upgraded on read: its absent keys get the v2 defaults, absent "
+       "request limits become null.",
+}
+
+ConfigName = Literal[tuple(CONFIGS)]
+StageName = Literal[STAGES]
+FailureKind = Literal[tuple(FAILURE_KINDS)]
+GraphKind = Literal[GRAPH_KINDS]
+Device = Literal[DEVICES]
+Shape = Union[list[Union[int, str]], list[list[Union[int, str]]], None]
+DType = Union[str, list[str], None]
+OpHistogram = dict[str, int]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+
+
+# --- graphs, shared by every stage -----------------------------------------------------------------------------
+
+class ModuleFrame(Model):
+    """One entry of a node's `nn_module_stack`."""
+
+    path: str
+    """attribute path of the module, e.g. `layers.0.attn`"""
+    type: str
+    """the module's class (qualified name)"""
+
+
+class JointMarks(Model):
+    """Joint graph nodes (AOT): how the partitioner treated the node."""
+
+    saved: bool
+    """saved for backward"""
+    recomputed: bool
+    """recomputed in the backward instead of saved"""
+    backward: bool
+    """part of the backward (depends on a tangent)"""
+
+
+class SavedMarks(Model):
+    """Forward graph nodes (AOT)."""
+
+    saved: bool
+    """saved for backward"""
+
+
+class KernelMarks(Model):
+    """Post-grad graph nodes (Inductor)."""
+
+    kernel: str | None
+    """the kernel the node was fused into; null: a library call or no code"""
+
+
+class RewrittenMarks(Model):
+    """Nodes of the graph before functionalization (AOT) that functionalization rewrites."""
+
+    rewritten: Literal["in-place", "view"]
+    """a mutating op or a view"""
+
+
+class InputMutationMarks(Model):
+    """In-place nodes of the functionalized graph (AOT)."""
+
+    input_mutation: bool
+    """the node writes a result back into a mutated input"""
+
+
+class Node(Model):
+    """One FX node."""
+
+    name: str
+    """FX node name, unique in its graph"""
+    op: Literal["placeholder", "call_function", "call_method", "call_module", "get_attr", "output"]
+    target: str
+    """`"torch.sin"`, `"_operator.mul"`, `"aten.addmm.default"`, a method or module name"""
+    args: list[str]
+    """names of the nodes this node reads: the graph's edges"""
+    shape: Shape = None
+    """of its value (a list per output for multi-output nodes; symbolic sizes as strings, e.g. `"s0"`)"""
+    dtype: DType = None
+    """of its value (a list for multi-output nodes; `int`, `SymInt`, ... for scalars)"""
+    file: str | None = None
+    """the innermost frame of the user's file behind the node"""
+    line: int | None = None
+    code: str | None = None
+    module_stack: list[ModuleFrame] = []
+    """`nn_module_stack`, outermost first"""
+    original_aten: str | None = None
+    """(AOT/post-grad) the ATen op this node was decomposed from"""
+    marks: Union[JointMarks, SavedMarks, KernelMarks, RewrittenMarks, InputMutationMarks, None] = None
+    """stage-specific flags, one shape per kind of graph (below); null where the stage marks nothing"""
+
+
+class Graph(Model):
+    """A captured FX graph (Dynamo, AOTAutograd, post-grad, functionalization)."""
+
+    compile_id: str | None
+    """torch's compile id (`"0/0"`, `"1/0"`, `"0/1"`: frame / recompile; `"0/0_1"` a restarted attempt)"""
+    kind: GraphKind | None = None
+    """null for Dynamo graphs"""
+    nodes: list[Node]
+    num_nodes: int
+    code: str
+    """readable Python (with shapes)"""
+    ops: OpHistogram
+    """histogram of call_function targets, `{"aten.mul": 3, ...}`"""
+
+
+class Frame(Model):
+    """A frame of the user's code."""
+
+    file: str
+    line: int
+    func: str
+    code: str
+
+
+class SourceLine(Model):
+    """A line of the user's file."""
+
+    file: str | None
+    line: int
+    code: str | None
+    func: str | None = None
+
+
+# --- dynamo ----------------------------------------------------------------------------------------------------
+
+class GraphBreak(Model):
+    """A graph break, deduplicated by (file, line, reason)."""
+
+    reason: str
+    explanation: str
+    hints: list[str]
+    doc_url: str | None
+    file: str | None
+    line: int | None
+    code: str | None
+    count: int
+    """occurrences"""
+    compile_ids: list[str | None]
+    user_stack: list[Frame]
+    text: str
+    """torch's full message (at most 6000 characters)"""
+
+
+class Guards(Model):
+    compile_id: str | None
+    text: str
+    """the guard tree of the compiled frame"""
+
+
+class Recompile(Model):
+    compile_id: str | None
+    reason: str
+    """the reasons joined, e.g. `"0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"`"""
+    reasons: list[str]
+    function: str | None = None
+    where: str | None = None
+
+
+class Bytecode(Model):
+    compile_id: str | None
+    name: str
+    file: str | None
+    """null in a report imported from a TORCH_TRACE log (the log names the function only)"""
+    line: int | None
+    original: str
+    """dis text"""
+    transformed: str
+    """dis text of Dynamo's bytecode"""
+    decompiled: str | None
+    """Dynamo's bytecode as Python (depyf); null without depyf"""
+    decompile_error: str | None = None
+
+
+class DynamoSummary(Model):
+    graph_count: int = 0
+    graph_break_count: int = 0
+    """occurrences"""
+    unique_graph_breaks: int = 0
+    recompile_count: int = 0
+    op_count: int = 0
+
+
+class Dynamo(Model):
+    """TorchDynamo: what it captured, where it broke the graph, its guards and recompiles."""
+
+    graphs: list[Graph] = []
+    """every captured FX graph (no kind)"""
+    graph_breaks: list[GraphBreak] = []
+    guards: list[Guards] = []
+    recompiles: list[Recompile] = []
+    bytecode: list[Bytecode] = []
+    summary: DynamoSummary = Field(default_factory=DynamoSummary)
+    not_in_log: list[str] = []
+    """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
+    a TORCH_TRACE log" there); a field is listed only while empty"""
+
+
+# --- aot -------------------------------------------------------------------------------------------------------
+
+class Partition(Model):
+    compile_id: str | None
+    saved: list[str]
+    """values saved for backward (backward placeholders other than tangents)"""
+    recomputed: list[str]
+    """forward ops the backward recomputes"""
+    forward_nodes: int
+    backward_nodes: int
+
+
+class Rewrite(Model):
+    op: str
+    kind: Literal["in-place", "view"]
+    count: int
+    lines: list[int]
+    """the user's lines"""
+
+
+class InputMutation(Model):
+    node: str
+    """the `copy_` write-back node in the functionalized graph"""
+    input: str
+    """the mutated input it writes into"""
+
+
+class Functionalization(Model):
+    """Per Dynamo graph: the ATen graph before and after functionalization."""
+
+    compile_id: str | None
+    before: Graph
+    """kind `aten`; mutating/view nodes have `marks.rewritten`"""
+    after: Graph
+    """kind `functional`"""
+    rewritten: list[Rewrite]
+    input_mutations: list[InputMutation]
+    remaining_inplace: list[str]
+    """should be empty"""
+
+
+class Decomposition(Model):
+    compile_id: str | None
+    map: dict[str, OpHistogram]
+    """what each ATen op became, `{"aten.gelu": {"aten.erf": 2, "aten.mul": 4}}`; empty under aot_eager (no
+    decomposition table)"""
+    histogram_before: OpHistogram = {}
+    """ATen ops before decomposition (the functionalized graph)"""
+    histogram_after: OpHistogram
+    """forward/inference"""
+    histogram_after_backward: OpHistogram
+
+
+class Aot(Model):
+    """AOTAutograd: joint, forward, backward and inference graphs, the partition, functionalization, decompositions.
+
+    Graph kinds: `joint`, `forward`, `backward`, `inference`. Joint nodes have `marks: {saved, recomputed,
+    backward}`; forward nodes `marks: {saved}`."""
+
+    graphs: list[Graph] = []
+    partitions: list[Partition] = []
+    functionalization: list[Functionalization] = []
+    decompositions: list[Decomposition] = []
+    not_in_log: list[str] = []
+    """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
+    a TORCH_TRACE log" there); a field is listed only while empty"""
+
+
+# --- inductor --------------------------------------------------------------------------------------------------
+
+class IrText(Model):
+    compile_id: str | None
+    kind: GraphKind | None
+    text: str
+
+
+class SchedulerNode(Model):
+    type: str
+    writes: list[str]
+    origins: list[str]
+
+
+class FusedGroup(Model):
+    name: str
+    members: list[str]
+
+
+class Scheduler(Model):
+    compile_id: str | None
+    kind: GraphKind
+    nodes: dict[str, SchedulerNode]
+    """by scheduler node name (`op0`, ...)"""
+    groups: list[FusedGroup]
+
+
+class FusionDecision(Model):
+    compile_id: str | None
+    kind: GraphKind | None
+    action: Literal["fused", "not_fused"]
+    first: str
+    """scheduler node, like `op0_op1`"""
+    second: str
+    reason: str | None
+    count: int
+    first_ops: list[str]
+    """the post-grad nodes behind `first`"""
+    second_ops: list[str]
+
+
+class Kernel(Model):
+    name: str
+    language: Literal["triton", "cpp", "cuda", "halide"]
+    compile_id: str | None
+    graph_kind: GraphKind
+    source: str
+    source_nodes: list[str]
+    """the post-grad nodes fused into it"""
+    aten_ops: list[str]
+    source_lines: list[SourceLine]
+    bytes_accessed: int | None
+    writes: list[str]
+    """buffers it writes"""
+    provenance: Literal["source-node comment", "provenance tracking", "buffer writes"] | None
+    """where `source_nodes` came from"""
+    post_grad_nodes: list[str] = []
+    """(imported logs) the post-grad nodes Inductor's provenance tracking names for it (`cppCodeToPost`); the
+    source-node comment names nodes before decomposition"""
+
+
+class OutputCode(Model):
+    compile_id: str | None
+    kind: GraphKind
+    code: str
+    """the full generated Python wrapper with kernels"""
+
+
+class InductorMetrics(Model):
+    kernel_count: int = 0
+    generated_kernel_count: int | None = None
+    num_bytes_accessed: int | None = None
+
+
+class Inductor(Model):
+    """TorchInductor (only filled when an Inductor config was requested): post-grad graphs, scheduler IR, fusion,
+    generated kernels and output code.
+
+    Post-grad graphs have kind `forward`/`backward`/`inference`; each node has `marks.kernel`."""
+
+    post_grad_graphs: list[Graph] = []
+    ir_pre_fusion: list[IrText] = []
+    """Inductor's scheduler IR before fusion"""
+    ir_post_fusion: list[IrText] = []
+    scheduler: list[Scheduler] = []
+    fusion_decisions: list[FusionDecision] = []
+    kernels: list[Kernel] = []
+    output_code: list[OutputCode] = []
+    metrics: InductorMetrics = Field(default_factory=InductorMetrics)
+    perf_hints: list[str] = []
+    """Inductor's performance hints"""
+    not_in_log: list[str] = []
+    """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
+    a TORCH_TRACE log" there); a field is listed only while empty"""
+
+
+# --- runtime ---------------------------------------------------------------------------------------------------
+
+class CompileSeconds(Model):
+    """For the recorded compile, from torch's compilation metrics: entire frame > backend > inductor > codegen;
+    backward has its own entry."""
+
+    dynamo: float | None = None
+    aot_autograd: float | None = None
+    inductor: float | None = None
+    codegen: float | None = None
+    backward: float | None = None
+    total: float | None = None
+
+
+class CompileMetrics(Model):
+    """A summary of torch's CompilationMetrics for one compile id (null where this torch did not record it)."""
+
+    compile_id: str | None = None
+    frame_key: str | None = None
+    co_name: str | None = None
+    co_filename: str | None = None
+    co_firstlineno: int | None = None
+    cache_size: int | None = None
+    graph_op_count: int | None = None
+    graph_node_count: int | None = None
+    entire_frame_compile_time_s: float | None = None
+    backend_compile_time_s: float | None = None
+    inductor_compile_time_s: float | None = None
+    code_gen_time_s: float | None = None
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    cudagraph_skip_reason: str | None = None
+    guard_count: int | None = None
+    restart_reasons: list[str] | None = None
+    dynamo_time_before_restart_s: float | None = None
+    has_guarded_code: bool | None = None
+
+
+class TimelineSpan(Model):
+    """A span of the compile, from the trace's chromium events."""
+
+    name: str | None
+    compile_id: str | None
+    start_ms: float
+    """since the first event"""
+    dur_ms: float
+    depth: int
+
+
+class Timing(Model):
+    method: Literal["perf_counter", "cuda_events"] | None = None
+    statistic: str | None = None
+    step: str | None = None
+
+
+class CudaGraphs(Model):
+    status: Literal["used", "skipped", "not_applicable", "not_requested"] | None = None
+    """null only before the ladder ran"""
+    reason: str | None = None
+
+
+class Benchmark(Model):
+    """One config of the ladder. The timing fields are null when the config failed."""
+
+    config: ConfigName
+    label: str
+    backend: str | None
+    mode: str | None
+    status: Literal["ok", "failed"]
+    error: str | None
+    first_call_ms: float | None = None
+    """the first call, compile included"""
+    median_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    min_ms: float | None = None
+    reps: int | None = None
+    warmup_reps: int | None = None
+    method: Literal["perf_counter", "cuda_events"] | None = None
+    speedup_vs_eager: float | None = None
+    max_abs_error: float | None = None
+    """max |out - ref| over all output tensors, against plain eager on the same inputs"""
+    max_rel_error: float | None = None
+    """max_abs_error / max |ref| (norm-wise)"""
+    grad_max_abs_error: float | None = None
+    """the same over parameter gradients; null when not training"""
+    grad_max_rel_error: float | None = None
+    gpu_busy_ms: float | None = None
+    """GPU kernel time per step (profiler); null on CPU"""
+    cudagraphs: CudaGraphs
+
+
+class KernelProfileRow(Model):
+    """Per step, from the profiler (on CPU generated kernels appear as `graph_N_<kernel>`)."""
+
+    name: str
+    kernel: str | None
+    """the generated kernel this row is, if it is one"""
+    generated: bool
+    calls: int
+    total_ms: float
+    share: float
+
+
+class Runtime(Model):
+    """Compile time per stage, the compile timeline, the benchmark ladder, per-kernel times, CUDA graphs.
+
+    Errors are measured against plain eager on the same inputs: `max_abs_error = max|out - ref|` over all output
+    tensors, `max_rel_error = max_abs_error / max|ref|` (norm-wise, so values near zero do not blow it up); the
+    `grad_*` fields do the same over parameter gradients when training.
+
+    Timing: warm-up (at least 3 steps and 0.2 s), then enough repetitions for about 1 s on CPU (0.5 s on GPU), at
+    least 10; each repetition times one step alone (gradients are cleared outside the timed region); on GPU with a
+    pair of CUDA events per step and one synchronize at the end; under reduce-overhead
+    `cudagraph_mark_step_begin()` precedes each step. A step is one call per example input set (plus backward
+    when training). Our garbage is frozen (`gc.freeze`) and the structured trace detached before timing, so
+    neither costs the user's numbers."""
+
+    compile_seconds: CompileSeconds = Field(default_factory=CompileSeconds)
+    compile_metrics: list[CompileMetrics] = []
+    compile_timeline: list[TimelineSpan] = []
+    recorded_config: ConfigName | None = None
+    """which config was recorded in full"""
+    first_call_ms: float | None = None
+    """the recorded config's first call (compile included)"""
+    timing: Timing = Field(default_factory=Timing)
+    benchmarks: list[Benchmark] = []
+    """per config, in ladder order"""
+    cudagraphs: CudaGraphs = Field(default_factory=CudaGraphs)
+    """for the reduce-overhead config"""
+    kernel_profile: list[KernelProfileRow] = []
+    job_seconds: float | None = None
+    """wall time of the whole job, as the parent saw it"""
+    not_in_log: list[str] = []
+    """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
+    a TORCH_TRACE log" there); a field is listed only while empty"""
+
+
+# --- top level -------------------------------------------------------------------------------------------------
+
+class Failure(Model):
+    stage: StageName
+    kind: FailureKind
+    message: str
+    file: str | None = None
+    line: int | None = None
+    """the user's line where there is one"""
+    traceback: str = ""
+
+
+class Request(Model):
+    """The request and the limits this job ran under (docs/security.md)."""
+
+    code: str
+    filename: str
+    device: Device
+    train: bool | None
+    """null: the user's file decides"""
+    configs: list[ConfigName]
+    time_limit_s: float
+    memory_limit_mb: int | None
+    """null for CUDA jobs"""
+    cpu_time_limit_s: float | None
+    """this and the limits below are null only in reports upgraded from v1 engines that had no such limit"""
+    process_limit: int | None
+    open_files_limit: int | None
+    file_size_limit_mb: int | None
+    output_limit_mb: int | None
+    train_effective: bool | None = None
+    """whether the job trained (null until the file was loaded)"""
+
+
+class Source(Model):
+    """The user's file as run."""
+
+    filename: str = "model.py"
+    code: str = ""
+    path: str | None = None
+    """(imported logs) the job's file as the log names it"""
+    not_in_log: bool = False
+    """(imported logs) true: the code is not in a TORCH_TRACE log, `code` is empty"""
+
+
+class Environment(Model):
+    """Where the job ran (null until the child has loaded torch; the CUDA fields are null on CPU)."""
+
+    torch_version: str | None = None
+    triton_version: str | None = None
+    python_version: str | None = None
+    platform: str | None = None
+    device: Device | None = None
+    device_name: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | None = None
+    num_threads: int | None = None
+    cuda_version: str | None = None
+    gpu_memory_gb: float | None = None
+    compute_capability: str | None = None
+    devices: list[str] = []
+    """(imported logs) the devices of the tensors the job's compiles traced"""
+    rank: int | None = None
+    """(imported logs) the rank whose log this report was made of"""
+
+
+class CacheEvent(Model):
+    """(imported logs) one cache hit, miss or bypass the job logged."""
+
+    event: str
+    """the artifact, e.g. `fx_graph_cache_hit`, `aotautograd_cache_miss`, `fx_graph_cache_bypass`"""
+    compile_id: str | None
+    key: str | None = None
+    cache_state: str | None = None
+    cache_event_time: int | float | None = None
+    time_saved_ns: int | None = None
+    reason: str | None = None
+    cache_bypass_reason: str | None = None
+    cache_bypass_exception_type: str | None = None
+
+
+class Caches(Model):
+    """The compile caches during the recorded compile."""
+
+    state: Literal["cold", "from the log"] | None = None
+    """cold: each job has a new kernel cache folder; from the log: an imported log, with the job's own caches"""
+    events: list[CacheEvent] = []
+    """(imported logs) the cache hits, misses and bypasses the log holds"""
+    counts: dict[str, int] = {}
+    """(imported logs) events per kind"""
+    inductor_cache_dir_was_empty: bool | None = None
+    fx_graph_cache_during_capture: bool | None = None
+    """false: graph caches would hide IR, fusion and post-grad graphs"""
+    autograd_cache_during_capture: bool | None = None
+    note: str | None = None
+
+
+class Stage(Model):
+    """A finished pipeline stage."""
+
+    name: StageName
+    seconds: float
+    config: ConfigName | None = None
+    """dynamo, aot, inductor, benchmark: the config"""
+    median_ms: float | None = None
+    """benchmark"""
+    status: Literal["ok", "failed"] | None = None
+    """benchmark"""
+
+
+class UserOutput(Model):
+    """The tail (64 KiB) of what the user's code printed."""
+
+    stdout: str = ""
+    stderr: str = ""
+    truncated: bool = False
+
+
+class IsolationLimits(Model):
+    time_limit_s: float | None = None
+    cpu_time_limit_s: float | None = None
+    memory_limit_mb: int | None = None
+    process_limit: int | None = None
+    open_files_limit: int | None = None
+    file_size_limit_mb: int | None = None
+    output_limit_mb: int | None = None
+
+
+class IsolationEnforcement(Model):
+    """What enforces each limit: `"RLIMIT_CPU"`, `"parent (wall clock)"`, `"not enforced ..."`."""
+
+    time_limit_s: str | None = None
+    cpu_time_limit_s: str | None = None
+    memory_limit_mb: str | None = None
+    process_limit: str | None = None
+    open_files_limit: str | None = None
+    file_size_limit_mb: str | None = None
+    output_limit_mb: str | None = None
+
+
+class Isolation(Model):
+    """Written by the parent, never the child (docs/security.md)."""
+
+    mode: Literal[ISOLATION_MODES] | None = None
+    network: str | None = None
+    filesystem: str | None = None
+    user: str | None = None
+    shared_pch: bool | None = None
+    """the trusted precompiled header was bound read-only"""
+    limits: IsolationLimits = Field(default_factory=IsolationLimits)
+    enforced_by: IsolationEnforcement = Field(default_factory=IsolationEnforcement)
+
+
+class Unavailable(Model):
+    """A capture this torch could not make (e.g. `dynamo.decompiled_bytecode` without depyf)."""
+
+    name: str
+    reason: str
+
+
+class ErrorEntry(Model):
+    """A non-fatal error (e.g. one benchmark config failed)."""
+
+    stage: str
+    """a stage name, or `benchmark:<config>`"""
+    message: str
+    traceback: str | None = None
+
+
+class MalformedLine(Model):
+    line: int
+    reason: str
+    text: str
+    """the line's first 300 characters"""
+
+
+class TraceFile(Model):
+    """What reading one rank's log file met."""
+
+    name: str
+    rank: int | None
+    bytes: int
+    """characters read (decompressed)"""
+    lines: int
+    records: int
+    malformed: int
+    """lines that are no record: counted and skipped, never fatal"""
+    malformed_samples: list[MalformedLine]
+    """the first 20"""
+    truncated_payloads: int
+    """record payloads longer than the limit (64 MiB), cut"""
+
+
+class EventSample(Model):
+    compile_id: str | None
+    metadata: str
+    """the record's JSON (at most 4000 characters)"""
+    payload: str
+    """its payload (at most 4000 characters)"""
+
+
+class UnknownEvent(Model):
+    """An event kind this importer does not draw: kept, counted, with samples."""
+
+    event: str
+    """`artifact:<name>` for artifacts"""
+    count: int
+    samples: list[EventSample]
+    """up to 3"""
+
+
+class RankSignature(Model):
+    """What must agree between the ranks of one job."""
+
+    graphs: int
+    graph_code: str
+    """a hash of every Dynamo graph's code"""
+    graph_breaks: int
+    recompiles: int
+    kernels: list[str]
+
+
+class RankInfo(Model):
+    rank: int | None
+    file: str
+    id: str | None = None
+    """the id of this rank's run, once stored (null from `python -m engine import`)"""
+    signature: RankSignature
+    differs: list[str]
+    """the signature fields in which it differs from the first rank"""
+
+
+class FieldDifference(Model):
+    base: Union[int, str, list[str]]
+    """the first rank's value"""
+    this: Union[int, str, list[str]]
+
+
+class RankDifference(Model):
+    rank: int | None
+    fields: list[str]
+    detail: dict[str, FieldDifference]
+
+
+class TraceImport(Model):
+    """Only in a report imported from a TORCH_TRACE log (`python -m engine import`, `POST /api/traces`;
+    engine/traceimport.py): one report per rank, every section filled from the log by the live engine's own
+    parsers. Graphs are read back from their printed code (engine/fxtext.py; `module_stack` is empty,
+    `original_aten` absent); post-grad graphs are `inference` when the compile id has an inference graph, else
+    `backward` when they read tangents; `aot.partitions` come from the joint and backward graphs; the request holds
+    the import's limits. What a log cannot hold is listed per section in `not_in_log`."""
+
+    source: str
+    """the upload's name"""
+    rank: int | None
+    """this report's rank (from the file name `..._rank_N_...`); null for one unranked log"""
+    file: TraceFile
+    user_file: str | None
+    """the job's own file, as the log names it"""
+    event_counts: dict[str, int]
+    """records per event kind"""
+    unknown_events: list[UnknownEvent]
+    ranks: list[RankInfo]
+    """every rank of the upload"""
+    differing_ranks: list[RankDifference]
+    """the ranks whose compiles differ from the first rank's"""
+    not_in_log_note: str
+    """the words the pages use: 'not in a TORCH_TRACE log'"""
+
+
+class Report(Model):
+    """One JSON document per job, written by the engine (`engine/child.py`, via `engine/report.py`) and read by
+    the workers, the database and the pages. It is the one contract between them. Rules:
+
+    - Adding a field keeps the version; removing or renaming one, or changing its meaning, bumps
+      `contract.report.SCHEMA_VERSION` and adds an upgrade from the old version (contract/README.md).
+    - Every key of every object is present in a validated report, even on failure, null where nothing was
+      recorded; lists may be empty. Unknown keys are rejected.
+    - Private torch hooks are guarded: a capture that this torch version cannot make leaves an entry in
+      `unavailable` instead of failing the job.
+    - Compile ids are torch's own (`"0/0"`, `"1/0"`, `"0/1"`: frame / recompile), `"0/0_1"` for a restarted
+      attempt."""
+
+    schema_version: Literal[SCHEMA_VERSION] = SCHEMA_VERSION
+    """the version of this contract the report follows (see Versions)"""
+    status: Literal["running", "ok", "failed"]
+    """`running` only in the partial report the child saves between stages"""
+    failure: Failure | None = None
+    """why the job stopped; null when it finished"""
+    request: Request
+    source: Source = Field(default_factory=Source)
+    environment: Environment = Field(default_factory=Environment)
+    caches: Caches = Field(default_factory=Caches)
+    stages: list[Stage] = []
+    """finished pipeline stages, in order"""
+    dynamo: Dynamo = Field(default_factory=Dynamo)
+    aot: Aot = Field(default_factory=Aot)
+    inductor: Inductor = Field(default_factory=Inductor)
+    runtime: Runtime = Field(default_factory=Runtime)
+    user_output: UserOutput = Field(default_factory=UserOutput)
+    isolation: Isolation = Field(default_factory=Isolation)
+    """written by the parent, never the child"""
+    unavailable: list[Unavailable] = []
+    """captures this torch could not make"""
+    errors: list[ErrorEntry] = []
+    """non-fatal errors (e.g. one benchmark config failed)"""
+    trace_import: TraceImport | None = None
+    """only in a report imported from a TORCH_TRACE log"""
+
+
+SECTIONS = tuple(Report.model_fields)
+
+
+# --- reading: version check, upgrade, validation ---------------------------------------------------------------
+
+class ReportError(ValueError):
+    """A report this pt2scope cannot read; the message says why (and where)."""
+
+
+class ReportVersionError(ReportError):
+    pass
+
+
+class InvalidReport(ReportError):
+    def __init__(self, path: str, why: str, more: int = 0):
+        self.path, self.why = path, why
+        super().__init__(f"{path}: {why}" + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""))
+
+
+_LIMITS_ADDED_IN_V1 = ("cpu_time_limit_s", "process_limit", "open_files_limit", "file_size_limit_mb",
+                       "output_limit_mb")
+
+
+def _upgrade_v1(report: dict) -> dict:
+    """v1 -> v2: no field was renamed or removed. v1 left keys out where v2 has them null (validation fills those
+    in from the v2 defaults), and early v1 engines wrote no sandbox limits into the request: they become null."""
+    upgraded = {**report, "schema_version": 2}
+    if isinstance(report.get("request"), dict):
+        upgraded["request"] = {**{name: None for name in _LIMITS_ADDED_IN_V1}, **report["request"]}
+    return upgraded
+
+
+UPGRADES = {1: _upgrade_v1}  # from version N to N + 1
+
+
+def check_version(report) -> int:
+    """The report's schema_version, if this pt2scope reads it; else ReportVersionError saying why."""
+    if not isinstance(report, dict):
+        raise ReportError(f"a report is a JSON object, not {type(report).__name__}")
+    version = report.get("schema_version")
+    if version is None:
+        raise ReportVersionError("the report has no schema_version: not a pt2scope report")
+    if type(version) is not int or version not in READABLE_VERSIONS:
+        newer = type(version) is int and version > SCHEMA_VERSION
+        raise ReportVersionError(
+            f"report schema_version {version!r} is not one this pt2scope reads "
+            f"({', '.join(map(str, READABLE_VERSIONS))})"
+            + (": it was written by a newer pt2scope; upgrade this one to read it" if newer else ""))
+    return version
+
+
+def upgrade(report: dict) -> dict:
+    """An old report (any readable version) as the current version's dict, not yet validated."""
+    version = check_version(report)
+    while version < SCHEMA_VERSION:
+        report = UPGRADES[version](report)
+        version += 1
+    return report
+
+
+def validate_report(report) -> Report:
+    """Check the version, upgrade, and validate; raises ReportError (InvalidReport names the field's path)."""
+    try:
+        return Report.model_validate(upgrade(report))
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+def checked_report(report) -> dict:
+    """``report`` validated and upgraded to the current version, as plain JSON data with every key present."""
+    return validate_report(report).model_dump()
+
+
+def _invalid(exc: ValidationError) -> InvalidReport:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    return InvalidReport(field_path(first["loc"]), first["msg"], len(errors) - 1)
+
+
+_UNION_TAGS = {name for name, value in globals().items() if isinstance(value, type) and issubclass(value, BaseModel)}
+
+
+def field_path(loc: tuple) -> str:
+    """A pydantic error location as a path into the report: ``runtime.benchmarks[0].median_ms``. Union member
+    tags that pydantic puts in the location (``JointMarks``, ``list[int]``) are not keys and are left out."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in _UNION_TAGS or any(c in part for c in "[]|, "):
+            continue
+        else:
+            path += f".{part}" if path else part
+    return path or "(the report)"
