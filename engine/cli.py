@@ -29,9 +29,13 @@ def main(argv=None) -> int:
     imported.add_argument("--out", help="output folder (default: a new folder named after LOG and the time)")
     imported.add_argument("--name", help="the upload's own name, when LOG is a stored copy")
     imported.add_argument("--max-mb", type=float, help="the most (decompressed) MiB to read")
+    sub.add_parser("import-next", help="(for engine.importjob) load the importer, then import the one job read "
+                                        "from stdin as JSON {log, out, name, max_mb}")
     args = parser.parse_args(argv)
     if args.command == "import":
         return import_command(args)
+    if args.command == "import-next":
+        return import_next()
 
     try:
         with open(args.file) as f:
@@ -94,6 +98,21 @@ def import_command(args) -> int:
         print(summary(report))
         print(f"report: {path}")
     return 0
+
+
+def import_next() -> int:
+    """Import the importer first (torch: seconds), then wait for one job: engine.importjob starts this child
+    ahead of the upload it will read."""
+    import json
+
+    import engine.traceimport  # noqa: F401 - loaded before the job arrives, which is the point
+
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0  # the worker went away without a job for this child
+    job = json.loads(line)
+    return import_command(argparse.Namespace(log=job["log"], out=job["out"], name=job["name"],
+                                             max_mb=job["max_mb"]))
 
 
 def _progress(event: dict) -> None:

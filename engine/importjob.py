@@ -13,6 +13,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from engine.report import read_report, write_report
 from engine.sandbox import PROJECT_ROOT
 
 
-@dataclass
+@dataclass(frozen=True)
 class ImportLimits:
     time_limit_s: float = 300.0
     memory_limit_mb: int = 6144  # address space: torch's import alone reserves about 1.5 GiB of it
@@ -69,32 +70,60 @@ def write_import(log_path: str, out_dir: str, display_name: str, limits=None) ->
     return paths, reports
 
 
-def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLimits | None = None) -> list[dict]:
-    """Worker side: import in a limited child; the reports, first rank first (raises ImportFailed)."""
-    limits = limits or ImportLimits()
-    os.makedirs(out_dir, exist_ok=True)
-    command = [sys.executable, "-m", "engine", "import", log_path, "--out", out_dir, "--name", display_name,
-               "--max-mb", str(limits.max_log_mb)]
-
-    def limit_child():
+def _limit_child(limits: ImportLimits):
+    def apply():
         memory = limits.memory_limit_mb * 1024 ** 2
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         cpu = int(limits.time_limit_s * 2)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         size = limits.output_limit_mb * 1024 ** 2
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return apply
 
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": PROJECT_ROOT, "HOME": out_dir,
+
+def _start_child(limits: ImportLimits) -> subprocess.Popen:
+    """A limited child that imports the importer (and torch: seconds) at once, then waits on stdin for one job."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": PROJECT_ROOT, "HOME": "/nonexistent",
            "OMP_NUM_THREADS": "1", "LANG": os.environ.get("LANG", "C.UTF-8")}
-    proc = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, preexec_fn=limit_child, start_new_session=True)
+    stderr = tempfile.TemporaryFile()  # a file, not a pipe: nobody reads it while the child waits
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "import-next"], cwd=PROJECT_ROOT, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
+                            preexec_fn=_limit_child(limits), start_new_session=True)
+    proc.stderr_file = stderr
+    return proc
+
+
+# One child per limits, started ahead (after an import, for the next): an import then costs no torch import. It
+# only ever reads one job from its stdin, and exits at end of file when this process goes away.
+_spare: dict[ImportLimits, subprocess.Popen] = {}
+
+
+def _child_for(limits: ImportLimits) -> subprocess.Popen:
+    proc = _spare.pop(limits, None)
+    if proc is not None and proc.poll() is None:
+        return proc
+    return _start_child(limits)
+
+
+def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLimits | None = None) -> list[dict]:
+    """Worker side: import in a limited child; the reports, first rank first (raises ImportFailed)."""
+    limits = limits or ImportLimits()
+    os.makedirs(out_dir, exist_ok=True)
+    proc = _child_for(limits)
+    job = json.dumps({"log": os.path.abspath(log_path), "out": os.path.abspath(out_dir), "name": display_name,
+                      "max_mb": limits.max_log_mb})
     try:
-        _, stderr = proc.communicate(timeout=limits.time_limit_s)
+        proc.communicate(job.encode() + b"\n", timeout=limits.time_limit_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise ImportFailed("timeout", f"reading the log took longer than {limits.time_limit_s:g} s; it was stopped. "
                                       "Upload fewer ranks or a shorter run.") from None
+    finally:
+        _spare[limits] = _start_child(limits)
+    proc.stderr_file.seek(0)
+    stderr = proc.stderr_file.read()
+    proc.stderr_file.close()
     error_path = os.path.join(out_dir, "error.json")
     if os.path.exists(error_path):
         with open(error_path) as f:
