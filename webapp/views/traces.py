@@ -13,7 +13,6 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from storage import runstore
 from webapp import context, security
 from webapp.views.api import bp as api_bp
-from webapp.views.api import status_of
 
 bp = Blueprint("traces", __name__)
 FORM_OVERHEAD_BYTES = 64 * 1024  # the multipart envelope and the CSRF field around the file
@@ -106,4 +105,4 @@ def create_trace_import():
     return jsonify(id=run.slug, url=url_for("pages.report", slug=run.slug, _external=True),
                    status_url=url_for("api.get_run", slug=run.slug, _external=True),
                    report_url=url_for("api.get_report", slug=run.slug, _external=True),
-                   status=status_of(run)["status"]), 202
+                   status=run.status), 202
