@@ -78,8 +78,7 @@ def worker_path(log: str, out: str, url: str) -> tuple[float, float]:
     from storage.db import session_factory
 
     limits = importjob.ImportLimits(time_limit_s=900.0)
-    if limits not in importjob._spare:
-        importjob._spare[limits] = importjob._start_child(limits)
+    importjob.start_spare(limits)  # as the worker does after each import
     wait_idle(importjob._spare[limits].pid)
     started = time.monotonic()
     reports = importjob.run_import(log, out, "big.log", limits)

@@ -93,9 +93,17 @@ def _start_child(limits: ImportLimits) -> subprocess.Popen:
     return proc
 
 
-# One child per limits, started ahead (after an import, for the next): an import then costs no torch import. It
-# only ever reads one job from its stdin, and exits at end of file when this process goes away.
+# One child per limits, started ahead (start_spare) so that an import costs no torch import. It only ever reads one
+# job from its stdin, and exits at end of file when this process goes away.
 _spare: dict[ImportLimits, subprocess.Popen] = {}
+
+
+def start_spare(limits: ImportLimits) -> None:
+    """Start the child the next import with these limits will use. Call it when this process is otherwise idle
+    (the worker: after storing an import), so torch's import competes with nothing."""
+    proc = _spare.get(limits)
+    if proc is None or proc.poll() is not None:
+        _spare[limits] = _start_child(limits)
 
 
 def _child_for(limits: ImportLimits) -> subprocess.Popen:
@@ -119,8 +127,6 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
         proc.wait()
         raise ImportFailed("timeout", f"reading the log took longer than {limits.time_limit_s:g} s; it was stopped. "
                                       "Upload fewer ranks or a shorter run.") from None
-    finally:
-        _spare[limits] = _start_child(limits)
     proc.stderr_file.seek(0)
     stderr = proc.stderr_file.read()
     proc.stderr_file.close()

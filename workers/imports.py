@@ -11,7 +11,7 @@ import shutil
 import time
 import traceback
 
-from engine.importjob import ImportFailed, ImportLimits, run_import
+from engine.importjob import ImportFailed, ImportLimits, run_import, start_spare
 from storage import runstore
 from storage.db import session_factory
 from storage.queue import IMPORT_TASK
@@ -63,3 +63,4 @@ def import_trace(self, run_id: int) -> None:
         runstore.record_event(session, run_id, {"event": "stage", "stage": "load", "state": "finished",
                                                 "elapsed_s": seconds, "seconds": seconds})
         runstore.store_import(session, run_id, reports)
+    start_spare(limits)  # the next upload's child loads torch now, while this worker waits
