@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from engine.report import read_report, write_report
+from engine.report import write_report
 from engine.sandbox import PROJECT_ROOT
 
 
@@ -144,7 +144,12 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
         raise ImportFailed("internal_error", f"the importer failed (exit status {proc.returncode}):\n{tail}")
     names = sorted((n for n in os.listdir(out_dir) if n.startswith("report.rank")),
                    key=lambda n: int(n.removeprefix("report.rank").removesuffix(".json") or 0))
-    reports = [read_report(os.path.join(out_dir, name)) for name in ["report.json", *names]]
+    # Read as data, validated once, by storage (runstore.store_report) before it is stored: validating a large
+    # import twice costs seconds the user waits.
+    reports = []
+    for name in ["report.json", *names]:
+        with open(os.path.join(out_dir, name)) as f:
+            reports.append(json.load(f))
     for report in reports:
         report["request"] = import_request(report["request"]["filename"], report["request"]["device"], limits)
     return reports

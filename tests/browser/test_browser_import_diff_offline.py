@@ -26,8 +26,9 @@ def test_importing_two_ranks_gives_a_report_with_a_rank_picker(site, page, tmp_p
     picker = page.locator("#rank-picker a.rank")
     expect(picker).to_have_count(2)
     expect(picker.nth(1)).to_have_class(re.compile(r"\bdiffers\b"))
-    expect(page.locator("#ranks-differ")).to_contain_text("rank 1 (graphs, graph_code, graph_breaks, kernels)")
+    expect(page.locator("#ranks-differ")).to_contain_text("rank 1 (graphs, graph_code, graph_breaks, kernels")
     expect(page.locator("#import-malformed")).to_have_text("Every line was read.")
+    expect(page.locator("#ranks-differ a.compare-rank")).to_have_attribute("href", re.compile(r"^/diff/[\w-]+/[\w-]+$"))
 
     page.locator("#tab-aot").click()  # joint, forward and backward graphs from the log's printed code
     graph = page.locator("#graph-aot-1")
