@@ -4,7 +4,7 @@ The log: the recorded H200 logs (tests/fixtures/traces-h200-torch2.11) replayed 
 reaches --mb, so every compile id is distinct (as in one long job with many compiled frames). Then, interleaved,
 --reps times each: `tlparse LOG -o OUT` and `python -m engine import LOG` (a cold process: torch imported too),
 wall time and peak memory (RSS, /usr/bin/time); and the worker's path (engine.importjob.run_import with its spare
-child ready, the reports read back and validated, then runstore.store_import into SQLite): when the report is
+child ready, the reports read back, then runstore.store_import, which validates them, into SQLite): when the report is
 viewable. Prints medians with min-max and the load.
     python bench/trace_import.py [--mb 100] [--reps 3] [--tlparse PATH]"""
 import argparse
@@ -71,8 +71,8 @@ def wait_idle(pid: int) -> None:
 
 
 def worker_path(log: str, out: str, url: str) -> tuple[float, float]:
-    """What a worker does with a spare child ready: (import seconds: run_import, reports read back and validated;
-    store seconds: runstore.store_import into SQLite)."""
+    """What a worker does with a spare child ready: (import seconds: run_import, reports read back;
+    store seconds: runstore.store_import, validation included, into SQLite)."""
     from engine import importjob
     from storage import runstore
     from storage.db import session_factory
@@ -129,7 +129,7 @@ def main() -> None:
               f"{size / 1024 ** 2 / median:5.1f} MiB/s, peak RSS median {statistics.median(rss)} MiB "
               f"(max {max(rss)})")
     viewable = [i + s for i, s in worker]
-    print(f"report.json {report_mb:.1f} MiB; worker path (spare child ready, reports validated, stored in "
+    print(f"report.json {report_mb:.1f} MiB; worker path (spare child ready; storage validates, then stores in "
           f"SQLite): import median {statistics.median(i for i, _ in worker):.2f} s, store median "
           f"{statistics.median(s for _, s in worker):.2f} s, viewable after median {statistics.median(viewable):.2f} s "
           f"(min {min(viewable):.2f}, max {max(viewable):.2f})")
