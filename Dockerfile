@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # pt2scope images (docs/deploy.md). Three targets, one Python runtime base:
 #   docker build --target web        -t pt2scope-web .         gunicorn; no torch, no compiler
-#   docker build --target worker     -t pt2scope-worker .      Celery worker, CPU torch, g++, bubblewrap
+#   docker build --target worker     -t pt2scope-worker .      Celery worker, CPU torch and torchvision, g++, bubblewrap
 #   docker build --target worker-gpu -t pt2scope-worker-gpu .  the same on a CUDA torch (Triton comes with it)
 # Requirements and entry commands are the ones `make run` uses; tests/deploy/ checks that they stay the same and
 # runs them outside Docker.
@@ -49,13 +49,14 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends g++ bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
-# torch first, from the PyTorch index of the wanted build (CPU or one CUDA version), at the version pinned in
-# requirements/engine.txt; then the engine's other requirements, which find that torch already installed. (From
-# PyPI alone, torch on Linux x86-64 is a CUDA build of several GB, even for the CPU worker.)
+# torch and torchvision first, the matching pair of requirements/torch.txt from the PyTorch index of the wanted build
+# (CPU or one CUDA version); then the engine's other requirements (transformers among them), which find that pair
+# installed. (From PyPI alone, torch on Linux x86-64 is a CUDA build of several GB, even for the CPU worker, and
+# PyPI's torchvision links against it: docs/deploy.md, "Which torch build".)
 FROM worker-base AS worker
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
-COPY requirements/engine.txt requirements/
-RUN pip install --index-url "$TORCH_INDEX" "$(grep -E '^torch==' requirements/engine.txt)" \
+COPY requirements/torch.txt requirements/engine.txt requirements/
+RUN pip install --index-url "$TORCH_INDEX" -r requirements/torch.txt \
     && pip install -r requirements/engine.txt
 COPY . .
 USER 10001:10001
@@ -66,8 +67,8 @@ CMD ["python", "-m", "service", "worker", "--queues", "cpu"]
 # version the pinned torch is published for) for older drivers. The wheels carry the CUDA runtime and Triton.
 FROM worker-base AS worker-gpu
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cu130
-COPY requirements/engine.txt requirements/
-RUN pip install --index-url "$TORCH_INDEX" "$(grep -E '^torch==' requirements/engine.txt)" \
+COPY requirements/torch.txt requirements/engine.txt requirements/
+RUN pip install --index-url "$TORCH_INDEX" -r requirements/torch.txt \
     && pip install -r requirements/engine.txt
 COPY . .
 USER 10001:10001

@@ -7,23 +7,32 @@ PORT    ?= 8000
 REQS    := $(wildcard requirements/*.txt)
 ASSETS  := static/vendor/.built
 
-.PHONY: install test test-engine run bench clean
+.PHONY: install test test-fast test-engine lint run bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
 
+# torch and torchvision go in first, as the matching pair of requirements/torch.txt (docs/deploy.md, "Which torch
+# build"): from TORCH_INDEX when set (a PyTorch index, as the images do), else PyPI's own build, named with `===` so
+# that a local CPU wheel (2.13.0+cpu) is never paired with PyPI's torchvision, which links the CUDA build of torch.
+TORCH_INDEX ?=
+TORCH_PAIR  := $(shell grep -E '^torch' requirements/torch.txt)
+
 $(STAMP): $(PY) $(REQS)
 	$(PIP) install -q --upgrade pip
+	$(PIP) install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX) $(TORCH_PAIR),$(subst ==,===,$(TORCH_PAIR)))
 	$(PIP) install -q $(foreach r,$(REQS),-r $(r))
 	touch $@
 
-install: $(STAMP) sandbox
+install: system-packages $(STAMP)
 
-# Jobs run under bubblewrap unless PT2SCOPE_ISOLATION=none (docs/security.md): say how to get it, loudly.
-.PHONY: sandbox
-sandbox:
-	@command -v bwrap >/dev/null || [ "$$PT2SCOPE_ISOLATION" = none ] || { echo "bubblewrap is missing: \
-	apt-get install -y bubblewrap (or PT2SCOPE_ISOLATION=none to run jobs unsandboxed, never in public)" >&2; exit 1; }
+# What the system must provide (COMMAND:Debian package): installed with apt-get as root, else the exact command is
+# printed and make stops. Jobs run under bubblewrap unless PT2SCOPE_ISOLATION=none (docs/security.md); Inductor
+# compiles C++ with g++; npm builds the front-end assets.
+NEED := sh scripts/need-system-packages
+.PHONY: system-packages
+system-packages:
+	@$(NEED) $(if $(filter none,$(PT2SCOPE_ISOLATION)),,bwrap:bubblewrap) g++:g++ npm:npm
 
 # Front-end assets from the npm lockfile, bundled into static/vendor/ (ignored by git; no CDN at run time).
 $(ASSETS): package.json package-lock.json $(wildcard static/src/*.js)
@@ -34,15 +43,29 @@ $(ASSETS): package.json package-lock.json $(wildcard static/src/*.js)
 .PHONY: assets
 assets: $(ASSETS)
 
-# The pages under test load the bundled editor.
-test: assets
+# The pages under test load the bundled editor; browser tests drive Debian's Chromium (never a downloaded one).
+.PHONY: browser-packages
+browser-packages:
+	@$(NEED) chromium:chromium
+test: assets browser-packages
 
 # Migrates the database, then serves on 127.0.0.1:$(PORT) with one embedded worker (SQLite data and broker).
 run: install assets
 	$(PY) -m service serve --port $(PORT)
 
-test: install lint-js test-js
+test: install lint lint-js test-js
 	$(PY) -m pytest -q tests
+
+# What needs only the virtual environment (markers: pyproject.toml, applied in tests/conftest.py), and g++ for the
+# Inductor compiles: no bubblewrap, PostgreSQL, Redis, browser or deploy set-up; its jobs run unsandboxed (trusted
+# test code). How long it takes: docs/benchmarks.md, "Test suite: make test-fast".
+test-fast: $(STAMP)
+	PT2SCOPE_ISOLATION=none $(PY) -m pytest -q -m "not (sandbox or services or browser or deploy)" tests
+
+# Python lint and format checks (ruff, pinned in requirements/test.txt; rules in pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # Front end: eslint (eslint.config.js) and the layout/viewer tests under node's test runner (tests/js/, which build
 # their graphs with the venv's Python).

@@ -87,7 +87,7 @@ def main() -> int:
         report = run_job(JobRequest(code=PROBE.replace("HOST_PORT", str(port)), filename="probe.py", device="cuda",
                                     configs=["eager", "inductor_default"]), job_dir, isolation=isolation)
     listener.close()
-    line = next((l for l in report["user_output"]["stdout"].splitlines() if l.startswith("PROBE")), "PROBE{}")
+    line = next((out for out in report["user_output"]["stdout"].splitlines() if out.startswith("PROBE")), "PROBE{}")
     probe = json.loads(line[len("PROBE"):])
     benchmarks = {b["config"]: b for b in report["runtime"].get("benchmarks", [])}
     inductor = benchmarks.get("inductor_default", {})

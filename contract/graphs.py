@@ -46,7 +46,7 @@ class GraphId:
         return f"{self.prefix}-{self.index}" + (f"-{self.side}" if self.side else "")
 
     @classmethod
-    def parse(cls, text: str) -> "GraphId | None":
+    def parse(cls, text: str) -> GraphId | None:
         match = _GRAPH_ID.match(text) if isinstance(text, str) else None
         if not match:
             return None

@@ -9,7 +9,7 @@ here, or declared with another type, fails validation with its path, so the docu
 engine writes cannot drift apart. Every field has a default where the value can be unknown (a job that failed
 early), so a validated report always carries every key, null where nothing was recorded.
 """
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -34,8 +34,8 @@ StageName = Literal[STAGES]
 FailureKind = Literal[tuple(FAILURE_KINDS)]
 GraphKind = Literal[GRAPH_KINDS]
 Device = Literal[DEVICES]
-Shape = Union[list[Union[int, str]], list[list[Union[int, str]]], None]
-DType = Union[str, list[str], None]
+Shape = list[int | str] | list[list[int | str]] | None
+DType = str | list[str] | None
 OpHistogram = dict[str, int]
 
 
@@ -115,7 +115,7 @@ class Node(Model):
     """`nn_module_stack`, outermost first"""
     original_aten: str | None = None
     """(AOT/post-grad) the ATen op this node was decomposed from"""
-    marks: Union[JointMarks, SavedMarks, KernelMarks, RewrittenMarks, InputMutationMarks, None] = None
+    marks: JointMarks | SavedMarks | KernelMarks | RewrittenMarks | InputMutationMarks | None = None
     """stage-specific flags, one shape per kind of graph (below); null where the stage marks nothing"""
 
 
@@ -761,9 +761,9 @@ class RankInfo(Model):
 
 
 class FieldDifference(Model):
-    base: Union[int, str, list[str]]
+    base: int | str | list[str]
     """the first rank's value"""
-    this: Union[int, str, list[str]]
+    this: int | str | list[str]
 
 
 class RankDifference(Model):

@@ -69,3 +69,21 @@ GRAPH_KINDS = ("joint", "forward", "backward", "inference", "aten", "functional"
 
 # How a job's child is isolated (docs/security.md): engine/sandbox.py implements them; settings validate the choice.
 ISOLATION_MODES = ("bubblewrap", "none")
+
+
+class ConfigError(ValueError):
+    """A request the engine cannot run (unknown config or device); raised before any process starts."""
+
+
+def parse_configs(names, device: str) -> list[str]:
+    """Validate config names and return them in ladder order, plain eager always first (the web app's form and
+    API, and the engine's JobRequest, check requests with it)."""
+    if device not in DEFAULT_CONFIGS:
+        raise ConfigError(f"unknown device {device!r}: choose one of {', '.join(DEFAULT_CONFIGS)}")
+    if not names:
+        return list(DEFAULT_CONFIGS[device])
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        raise ConfigError(f"unknown config {', '.join(map(repr, unknown))}: choose from {', '.join(CONFIGS)}")
+    wanted = set(names) | {"eager"}
+    return [n for n in CONFIGS if n in wanted]

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 
+from contract.limits import DEFAULT_LIMITS
 from engine.job import JobRequest, run_job
 from engine.report import CONFIGS, ConfigError, write_report
 from engine.sandbox import Isolation, IsolationError, check
@@ -21,7 +22,8 @@ def main(argv=None) -> int:
                                                                            " `train`)")
     explore.add_argument("--configs", default="", help=f"comma-separated subset of: {', '.join(CONFIGS)}")
     explore.add_argument("--out", help="output folder (default: a new folder named after FILE and the time)")
-    explore.add_argument("--time-limit", type=float, default=900.0, help="seconds before the job is killed")
+    explore.add_argument("--time-limit", type=float, default=DEFAULT_LIMITS.time_limit_s,
+                         help="seconds before the job is killed")
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     imported = sub.add_parser("import", help="read a TORCH_TRACE log (.log, .gz, or a zip/tar of one folder with "
                                              "one log per rank) into DIR/report.json")
@@ -29,13 +31,9 @@ def main(argv=None) -> int:
     imported.add_argument("--out", help="output folder (default: a new folder named after LOG and the time)")
     imported.add_argument("--name", help="the upload's own name, when LOG is a stored copy")
     imported.add_argument("--max-mb", type=float, help="the most (decompressed) MiB to read")
-    sub.add_parser("import-next", help="(for engine.importjob) load the importer, then import the one job read "
-                                        "from stdin as JSON {log, out, name, max_mb}")
     args = parser.parse_args(argv)
     if args.command == "import":
         return import_command(args)
-    if args.command == "import-next":
-        return import_next()
 
     try:
         with open(args.file) as f:
@@ -75,44 +73,27 @@ def main(argv=None) -> int:
 
 
 def import_command(args) -> int:
-    """Write DIR/report.json (the first rank) and DIR/report.rank<N>.json for every further rank; on a log that
-    cannot be read, DIR/error.json {"error": message} and exit status 2."""
-    from engine.importjob import write_import
-    from engine.tracelog import Limits
+    """Import in a limited child (engine/importjob.py, as a worker does): DIR/report.json for the first rank,
+    DIR/report.rank<N>.json for every further one."""
+    from engine.importjob import ImportFailed, ImportLimits, run_import
 
     name = args.name or os.path.basename(args.log)
     out = args.out or f"pt2scope-{name.split('.')[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
-    limits = Limits() if args.max_mb is None else Limits(max_bytes=int(args.max_mb * 1024 ** 2))
+    limits = ImportLimits() if args.max_mb is None else ImportLimits(max_log_mb=int(args.max_mb))
     try:
-        paths, reports = write_import(args.log, out, name, limits)
-    except OSError as exc:
-        print(f"error: cannot read {args.log}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # engine.tracelog.TraceLogError: the upload is not a readable log
+        reports = run_import(args.log, out, name, limits)
+    except ImportFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for path, report in zip(paths, reports):
+    for i, report in enumerate(reports):
         info = report["trace_import"]
-        print(f"rank {info['rank'] if info['rank'] is not None else '-'}: {info['file']['records']} records, "
+        rank = info["rank"]
+        path = os.path.join(out, "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json")
+        print(f"rank {rank if rank is not None else '-'}: {info['file']['records']} records, "
               f"{info['file']['malformed']} malformed line(s)")
         print(summary(report))
         print(f"report: {path}")
     return 0
-
-
-def import_next() -> int:
-    """Import the importer first (torch: seconds), then wait for one job: engine.importjob starts this child
-    ahead of the upload it will read."""
-    import json
-
-    import engine.traceimport  # noqa: F401 - loaded before the job arrives, which is the point
-
-    line = sys.stdin.readline()
-    if not line.strip():
-        return 0  # the worker went away without a job for this child
-    job = json.loads(line)
-    return import_command(argparse.Namespace(log=job["log"], out=job["out"], name=job["name"],
-                                             max_mb=job["max_mb"]))
 
 
 def _progress(event: dict) -> None:

@@ -11,6 +11,8 @@ import re
 import torch
 import torch.fx
 
+from contract.userfile import is_user_file
+
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>[^\n]*)')
 
 
@@ -41,7 +43,7 @@ def user_frames(stack_trace: str | None, user_file: str) -> list[dict]:
     return [
         {"file": m["file"], "line": int(m["line"]), "func": m["func"], "code": m["code"].strip()}
         for m in _FRAME.finditer(stack_trace)
-        if m["file"] == user_file or m["file"].endswith("/" + user_file)
+        if is_user_file(m["file"], user_file)
     ]
 
 

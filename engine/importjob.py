@@ -1,9 +1,9 @@
 """Import a TORCH_TRACE upload in a child process with limits, and read its reports back: the worker's side.
 
-The log is untrusted data (never code): parsing it runs in ``python -m engine import`` with an address-space,
-CPU-time and file-size limit and a wall-clock timeout, so a hostile or huge upload costs one child, never the
-worker. The child writes OUT/report.json (+ OUT/report.rank<N>.json per further rank) or OUT/error.json.
-No torch here (the worker imports this module).
+The log is untrusted data (never code): parsing it runs in a child (``python -m engine.traceimport``) with an
+address-space, CPU-time and file-size limit and a wall-clock timeout, so a hostile or huge upload costs one child,
+never the worker. The child writes OUT/report.json (+ OUT/report.rank<N>.json per further rank) or OUT/error.json.
+No torch here: the worker and ``python -m engine import`` (engine/cli.py) are this side.
 """
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 
-from engine.report import write_report
 from engine.sandbox import PROJECT_ROOT
 
 
@@ -47,29 +45,6 @@ def import_request(filename: str, device: str, limits: ImportLimits | None = Non
             "file_size_limit_mb": limits.output_limit_mb, "output_limit_mb": limits.output_limit_mb}
 
 
-def write_import(log_path: str, out_dir: str, display_name: str, limits=None) -> tuple[list[str], list[dict]]:
-    """Child side (``python -m engine import``): import and write the reports; returns their paths and reports."""
-    from engine.traceimport import import_trace
-    from engine.tracelog import TraceLogError
-
-    os.makedirs(out_dir, exist_ok=True)
-    started = time.monotonic()
-    try:
-        reports = import_trace(log_path, display_name, limits)
-    except TraceLogError as exc:
-        with open(os.path.join(out_dir, "error.json"), "w") as f:
-            json.dump({"error": str(exc)}, f)
-        raise
-    paths = []
-    for i, report in enumerate(reports):
-        report["runtime"]["job_seconds"] = round(time.monotonic() - started, 3)
-        rank = report["trace_import"]["rank"]
-        name = "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json"
-        paths.append(os.path.join(out_dir, name))
-        write_report(report, paths[-1])
-    return paths, reports
-
-
 def _limit_child(limits: ImportLimits):
     def apply():
         memory = limits.memory_limit_mb * 1024 ** 2
@@ -86,7 +61,7 @@ def _start_child(limits: ImportLimits) -> subprocess.Popen:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": PROJECT_ROOT, "HOME": "/nonexistent",
            "OMP_NUM_THREADS": "1", "LANG": os.environ.get("LANG", "C.UTF-8")}
     stderr = tempfile.TemporaryFile()  # a file, not a pipe: nobody reads it while the child waits
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "import-next"], cwd=PROJECT_ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "engine.traceimport"], cwd=PROJECT_ROOT, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
                             preexec_fn=_limit_child(limits), start_new_session=True)
     proc.stderr_file = stderr

@@ -20,6 +20,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
+from contract.limits import DEFAULT_LIMITS
 from contract.report import ReportError, checked_report
 from engine import sandbox
 from engine.report import STAGES, failed_report, parse_configs
@@ -38,17 +39,16 @@ class JobRequest:
     device: str = "cpu"
     train: bool | None = None  # None: the user's file decides (``train = True`` at top level)
     configs: list[str] = field(default_factory=list)  # empty: the device's default ladder
-    # Limits (docs/security.md has each default and why). memory_limit_mb is RLIMIT_AS and only applies to CPU
-    # jobs: CUDA reserves huge virtual address ranges, so GPU hosts need a cgroup or container limit instead.
-    time_limit_s: float = 900.0
-    memory_limit_mb: int | None = 8192
-    cpu_time_limit_s: float = 1800.0  # per process, all its threads together
-    process_limit: int = 512  # processes and threads
-    open_files_limit: int = 1024
-    file_size_limit_mb: int = 256  # the largest single file (the user's stdout and report.json included)
-    output_limit_mb: int = 1024  # everything in the job folder together
+    # Limits: contract.limits.JobLimits says what each one bounds; docs/security.md why each default.
+    time_limit_s: float = DEFAULT_LIMITS.time_limit_s
+    memory_limit_mb: int | None = DEFAULT_LIMITS.memory_limit_mb
+    cpu_time_limit_s: float = DEFAULT_LIMITS.cpu_time_limit_s
+    process_limit: int = DEFAULT_LIMITS.process_limit
+    open_files_limit: int = DEFAULT_LIMITS.open_files_limit
+    file_size_limit_mb: int = DEFAULT_LIMITS.file_size_limit_mb
+    output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
 
-    def validated(self) -> "JobRequest":
+    def validated(self) -> JobRequest:
         """Normalise and check the request before anything is started (raises engine.report.ConfigError)."""
         self.configs = parse_configs(self.configs, self.device)
         self.filename = os.path.basename(self.filename) or "model.py"

@@ -9,27 +9,10 @@ import json
 import os
 
 from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
-from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config
+from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config, ConfigError, parse_configs
 
 __all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
            "empty_report", "failed_report", "parse_configs", "read_report", "write_report"]
-
-
-class ConfigError(ValueError):
-    """A request the engine cannot run (unknown config or device); raised before any process starts."""
-
-
-def parse_configs(names, device: str) -> list[str]:
-    """Validate config names and return them in ladder order, plain eager always first."""
-    if device not in DEFAULT_CONFIGS:
-        raise ConfigError(f"unknown device {device!r}: choose one of {', '.join(DEFAULT_CONFIGS)}")
-    if not names:
-        return list(DEFAULT_CONFIGS[device])
-    unknown = [n for n in names if n not in CONFIGS]
-    if unknown:
-        raise ConfigError(f"unknown config {', '.join(map(repr, unknown))}: choose from {', '.join(CONFIGS)}")
-    wanted = set(names) | {"eager"}
-    return [n for n in CONFIGS if n in wanted]
 
 
 def capture_config(configs: list[str]) -> Config:

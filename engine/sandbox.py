@@ -56,7 +56,7 @@ class Isolation:
     shared_pch_dir: str | None = None
 
     @classmethod
-    def from_env(cls, env=os.environ) -> "Isolation":
+    def from_env(cls, env=os.environ) -> Isolation:
         mode = env.get("PT2SCOPE_ISOLATION", "bubblewrap")
         if mode not in MODES:
             raise IsolationError(f"PT2SCOPE_ISOLATION={mode!r}: choose one of {', '.join(MODES)}")

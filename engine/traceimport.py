@@ -14,12 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
+import time
 from collections import Counter, defaultdict
 
 from engine.fxgraph import op_histogram
 from engine.fxtext import is_library_file, parse_graph_code
 from engine.importjob import import_request
-from engine.report import empty_report
+from engine.report import empty_report, write_report
 from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
 from engine.stages.inductor import group_output_code, parse_kernels
 from engine.stages.runtime import _metrics_summary, compile_seconds, timeline
@@ -379,3 +381,40 @@ def import_trace(path: str, display_name: str | None = None, limits: Limits | No
     for report in reports:
         report["trace_import"].update(source=display_name, ranks=ranks_info, differing_ranks=differing)
     return reports
+
+
+def write_import(log_path: str, out_dir: str, display_name: str, limits: Limits | None = None) -> list[str]:
+    """Import and write the reports (OUT/report.json, OUT/report.rank<N>.json); a log that cannot be read leaves
+    OUT/error.json {"error": message} instead. Returns the report paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    started = time.monotonic()
+    try:
+        reports = import_trace(log_path, display_name, limits)
+    except (TraceLogError, OSError) as exc:
+        message = str(exc) if isinstance(exc, TraceLogError) else f"{display_name} cannot be read: {exc.strerror}"
+        with open(os.path.join(out_dir, "error.json"), "w") as f:
+            json.dump({"error": message}, f)
+        return []
+    paths = []
+    for i, report in enumerate(reports):
+        report["runtime"]["job_seconds"] = round(time.monotonic() - started, 3)
+        rank = report["trace_import"]["rank"]
+        paths.append(os.path.join(out_dir, "report.json" if i == 0 else
+                                  f"report.rank{rank if rank is not None else i}.json"))
+        write_report(report, paths[-1])
+    return paths
+
+
+def main() -> int:
+    """The child engine/importjob.py starts: this module (and torch) load first, then one job is read from stdin as
+    JSON {log, out, name, max_mb}; started ahead of the upload it will read, so the upload does not wait for it."""
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0  # the parent went away without a job for this child
+    job = json.loads(line)
+    write_import(job["log"], job["out"], job["name"], Limits(max_bytes=int(job["max_mb"] * 1024 ** 2)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

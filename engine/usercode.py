@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 import torch.utils._pytree as pytree
 
+from contract.userfile import is_user_file
+
 
 class UserCodeError(Exception):
     """``original``: the user's exception behind it, so a limit hit inside user code (MemoryError, a failed fork)
@@ -40,7 +42,7 @@ def user_line(exc: BaseException, filename: str) -> int | None:
     """The innermost line of the user's file in an exception's traceback."""
     line = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename == filename or frame.filename.endswith("/" + filename):
+        if is_user_file(frame.filename, filename):
             line = frame.lineno
     return line
 
@@ -55,7 +57,7 @@ def describe(exc: BaseException, filename: str) -> tuple[str, int | None]:
 def user_traceback(exc: BaseException, filename: str) -> str:
     """The traceback from the first frame in the user's file on: what the user needs, not our machinery."""
     frames = traceback.extract_tb(exc.__traceback__)
-    first = next((i for i, f in enumerate(frames) if f.filename.endswith(filename)), 0)
+    first = next((i for i, f in enumerate(frames) if is_user_file(f.filename, filename)), 0)
     return "".join(traceback.format_list(frames[first:]) + traceback.format_exception_only(exc))[-8000:]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 
+from contract.limits import DEFAULT_LIMITS, JobLimits
 from contract.vocab import ISOLATION_MODES
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,20 +21,20 @@ class Settings:
     broker_url: str
     examples_dir: str
     # The engine's own limit for one job; the Celery hard limit and the reaper's deadline add a margin to it.
-    job_time_limit_s: float = 900.0
+    job_time_limit_s: float = DEFAULT_LIMITS.time_limit_s
     max_code_bytes: int = 256 * 1024
     # A worker whose heartbeat is older than this is dead: GPU is no longer offered and its runs are reaped.
     heartbeat_interval_s: float = 5.0
     worker_stale_after_s: float = 30.0
     # Security (docs/security.md). How jobs are confined: "bubblewrap" or, explicitly, "none".
     isolation: str = "bubblewrap"
-    # Per-job limits beyond the time limit (the same defaults as engine.job.JobRequest).
-    cpu_time_limit_s: float = 1800.0
-    memory_limit_mb: int = 8192  # CPU jobs only (RLIMIT_AS); GPU hosts need a cgroup or container limit
-    process_limit: int = 512
-    open_files_limit: int = 1024
-    file_size_limit_mb: int = 256
-    output_limit_mb: int = 1024
+    # Per-job limits beyond the time limit (contract/limits.py: the defaults engine.job.JobRequest also uses).
+    cpu_time_limit_s: float = DEFAULT_LIMITS.cpu_time_limit_s
+    memory_limit_mb: int = DEFAULT_LIMITS.memory_limit_mb  # CPU jobs only (RLIMIT_AS); GPU: a cgroup/container limit
+    process_limit: int = DEFAULT_LIMITS.process_limit
+    open_files_limit: int = DEFAULT_LIMITS.open_files_limit
+    file_size_limit_mb: int = DEFAULT_LIMITS.file_size_limit_mb
+    output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
     # Workers compile a trusted precompiled header once at start and share it read-only with every CPU job.
     pch_warmup: bool = True
     # Submissions per client (by IP address, stored only as a keyed hash) within the window; 0 turns it off.
@@ -50,11 +51,9 @@ class Settings:
     secret_key: str = ""  # signs the session cookie that carries the CSRF token; empty: kept in the instance
 
     def job_limits(self) -> dict:
-        """The engine.job.JobRequest limit fields."""
-        return {"time_limit_s": self.job_time_limit_s, "cpu_time_limit_s": self.cpu_time_limit_s,
-                "memory_limit_mb": self.memory_limit_mb, "process_limit": self.process_limit,
-                "open_files_limit": self.open_files_limit, "file_size_limit_mb": self.file_size_limit_mb,
-                "output_limit_mb": self.output_limit_mb}
+        """The engine.job.JobRequest limit fields (contract.limits.JobLimits names them)."""
+        limits = {f.name: getattr(self, f.name) for f in fields(JobLimits) if f.name != "time_limit_s"}
+        return {**limits, "time_limit_s": self.job_time_limit_s}
 
     @property
     def pch_path(self) -> str:
@@ -70,7 +69,7 @@ class Settings:
         return self.job_time_limit_s + 120
 
     @classmethod
-    def from_env(cls, **overrides) -> "Settings":
+    def from_env(cls, **overrides) -> Settings:
         env = os.environ
         instance = overrides.pop("instance_path", None) or env.get(
             "PT2SCOPE_INSTANCE", os.path.join(PROJECT_ROOT, "instance"))
@@ -80,7 +79,7 @@ class Settings:
             database_url=env.get("DATABASE_URL") or f"sqlite:///{os.path.join(instance, 'pt2scope.sqlite')}",
             broker_url=env.get("CELERY_BROKER_URL") or f"sqla+sqlite:///{os.path.join(instance, 'broker.sqlite')}",
             examples_dir=env.get("PT2SCOPE_EXAMPLES", os.path.join(PROJECT_ROOT, "examples")),
-            job_time_limit_s=float(env.get("PT2SCOPE_JOB_TIME_LIMIT", 900)),
+            job_time_limit_s=float(env.get("PT2SCOPE_JOB_TIME_LIMIT", DEFAULT_LIMITS.time_limit_s)),
             heartbeat_interval_s=float(env.get("PT2SCOPE_HEARTBEAT_INTERVAL", 5)),
             worker_stale_after_s=float(env.get("PT2SCOPE_WORKER_STALE_AFTER", 30)),
         )

@@ -18,8 +18,21 @@ from contract import graphs
 from contract.report import SCHEMA_VERSION, ReportError, check_version, checked_report
 from contract.vocab import STAGES
 from storage.config import Settings
-from storage.models import (FAILED, FINISHED_STATUSES, IMPORT, QUEUED, RUNNING, SUCCEEDED, ReportGraph, ReportSection,
-                            Run, RunEvent, TraceUpload, WorkerHeartbeat, utcnow)
+from storage.models import (
+    FAILED,
+    FINISHED_STATUSES,
+    IMPORT,
+    QUEUED,
+    RUNNING,
+    SUCCEEDED,
+    ReportGraph,
+    ReportSection,
+    Run,
+    RunEvent,
+    TraceUpload,
+    WorkerHeartbeat,
+    utcnow,
+)
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
 

@@ -75,7 +75,7 @@ class Worker(LoggedProcess):
         self.log_path = os.path.join(settings.instance_path, f"{self.name}.log")
         self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Worker":
+    def __enter__(self) -> Worker:
         os.makedirs(self.settings.instance_path, exist_ok=True)
         self.start(worker_command(self.name, self.queues), {**os.environ, **self.settings.to_env()})
         wait_until(lambda: self.online(), timeout=90, what=f"worker {self.name} to beat", worker=self)

@@ -5,8 +5,10 @@ import ast
 import os
 import re
 
-# The gallery's order: the seed first, then one example per compiler topic; any other file follows by name.
-ORDER = ("seed", "graph_break", "inplace_views", "mlp_train", "attention", "conv_bn", "recompile")
+# The gallery's order: the seed first, one example per compiler topic, then the library models (torchvision,
+# transformers); any other file follows by name.
+ORDER = ("seed", "graph_break", "inplace_views", "mlp_train", "attention", "conv_bn", "recompile",
+         "resnet18", "hf_bert")
 NAME = re.compile(r"^[a-z0-9_]+$")
 
 

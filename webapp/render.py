@@ -7,13 +7,14 @@ its row; a file:line in the user's file links to that line of the source listing
 """
 from __future__ import annotations
 
-import os
 import re
 
 from markupsafe import Markup, escape
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import CppLexer, PythonLexer, TextLexer
+
+from contract.userfile import is_user_file
 
 CODE_KEYS = {"code", "source", "output_code", "graph", "traceback"}
 TEXT_KEYS = {"text", "ir"}
@@ -149,7 +150,8 @@ class Renderer:
 
     def _cell(self, row: dict, key: str, path: tuple) -> Markup:
         value = row.get(key)
-        if key == "line" and isinstance(value, int) and self._is_user_file(row.get("file") or row.get("filename")):
+        user_file = is_user_file(row.get("file") or row.get("filename"), self.source_filename)
+        if key == "line" and isinstance(value, int) and user_file:
             return Markup(f'<a class="line" href="#L-{value}">{value}</a>')
         if isinstance(value, list) and not any(isinstance(v, (dict, list)) for v in value):
             return escape(", ".join(_number(v) if isinstance(v, (int, float)) else str(v) for v in value))
@@ -158,9 +160,6 @@ class Renderer:
         if isinstance(value, str) and "\n" in value:
             return Markup(f'<pre class="text">{escape(value)}</pre>')
         return self.value(value, path + (key,), key)
-
-    def _is_user_file(self, file) -> bool:
-        return isinstance(file, str) and os.path.basename(file) == self.source_filename
 
 
 def _bulky(value, key: str | None = None) -> bool:

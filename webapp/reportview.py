@@ -4,12 +4,12 @@ Graph ids, lookup and stored graph payloads are the report's vocabulary: contrac
 """
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 
 # The templates call these as view.*: the graph vocabulary lives in contract/graphs.py.
 from contract import graphs
 from contract.graphs import functionalization_graphs, graph_id_by_kind, graph_title, graphs_of_tab  # noqa: F401
+from contract.userfile import is_user_file
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
@@ -272,7 +272,7 @@ def provenance(sections: dict, filename: str) -> dict:
     def collect(kind: str, graph_id: str, graph: dict):
         for node in graph.get("nodes") or []:  # the ops a line became (inputs are not what it computes)
             if (str(node.get("op", "")).startswith("call_") and isinstance(node.get("line"), int)
-                    and same_file(node.get("file"), filename)):
+                    and is_user_file(node.get("file"), filename)):
                 lines[node["line"]][kind].append({"graph": graph_id, "node": node["name"],
                                                   "title": graph_title(graph_id, graph)})
 
@@ -283,12 +283,9 @@ def provenance(sections: dict, filename: str) -> dict:
             collect("aten", entry["id"], entry["graph"])
     for kernel in inductor.get("kernels") or []:
         for source_line in kernel.get("source_lines") or []:
-            if isinstance(source_line.get("line"), int) and same_file(source_line.get("file"), filename):
+            if isinstance(source_line.get("line"), int) and is_user_file(source_line.get("file"), filename):
                 kernels = lines[source_line["line"]]["kernels"]
                 if kernel.get("name") not in kernels:
                     kernels.append(kernel.get("name"))
     return {"lines": {str(line): entry for line, entry in sorted(lines.items())}}
 
-
-def same_file(file, filename: str) -> bool:
-    return isinstance(file, str) and os.path.basename(file) == filename

@@ -15,11 +15,10 @@ from datetime import timedelta
 from flask import Flask, jsonify, render_template_string, request, session
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from webapp import context
-
 from storage import runstore
 from storage.config import Settings
 from storage.models import utcnow
+from webapp import context
 
 CSRF_FIELD = "csrf_token"
 # No inline script and no eval anywhere; styles may be inline because the editor (CodeMirror) and the graph

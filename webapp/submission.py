@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from engine.report import CONFIGS, ConfigError, parse_configs
+from contract.vocab import CONFIGS, ConfigError, parse_configs
 from storage.runstore import QUEUE_FOR_DEVICE, Submission
 
 DEVICE_LABELS = {"cpu": "CPU", "cuda": "CUDA GPU"}

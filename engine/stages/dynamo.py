@@ -12,6 +12,7 @@ import re
 
 import torch
 
+from contract.userfile import is_user_file
 from engine.fxgraph import op_histogram, serialize_graph
 from engine.logtap import current_compile_id
 from engine.stages.base import Collector
@@ -108,7 +109,7 @@ def parse_graph_breaks(events: list[dict], user_file: str) -> list[dict]:
             {"file": m["file"], "line": int(m["line"]), "func": m["func"], "code": m["code"].strip()}
             for m in _FRAME.finditer(text.split("User code traceback:", 1)[-1].split("\nTraceback", 1)[0])
         ]
-        in_user = [f for f in user_stack if f["file"] == user_file or f["file"].endswith("/" + user_file)]
+        in_user = [f for f in user_stack if is_user_file(f["file"], user_file)]
         frame = in_user[-1] if in_user else (user_stack[-1] if user_stack else {})
         file = where["file"] if where else frame.get("file")
         line = int(where["line"]) if where else frame.get("line")

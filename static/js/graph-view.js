@@ -6,6 +6,7 @@
 // graph-rpc.js.
 import { argsOf, buildModel, chainOf, defaultExpanded, field, layoutInput, moduleLabel, nodeFields, nodeNumber,
   tagsOf, usersOf } from "./graph-layout.js";
+import { isUserFile } from "./contract.js";
 import { bindInteraction } from "./graph-interaction.js";
 import { describeFocus, enclosingGroup, firstItemIn, focusRect, focusedNode, itemOf, rectOf } from "./graph-model.js";
 import { COLORS, GraphPainter, MARKS, kernelColors, markLabels } from "./graph-painter.js";
@@ -337,7 +338,7 @@ export class GraphViewer {
     const file = this.card.dataset.sourceFile;
     const model = this.model;
     const names = model.names.filter((name, i) => field(model, "op", i).startsWith("call_")
-      && field(model, "line", i) === line && (field(model, "file", i) || "").split("/").pop() === file);
+      && field(model, "line", i) === line && isUserFile(field(model, "file", i), file));
     return this.highlight(names, `Line ${line}`);
   }
 
@@ -384,7 +385,7 @@ export class GraphViewer {
     if (node.dtype) add("dtype", Array.isArray(node.dtype) ? node.dtype.join(", ") : node.dtype);
     if (node.line) {
       const file = (node.file || "").split("/").pop();
-      const ours = file === this.card.dataset.sourceFile;
+      const ours = isUserFile(node.file, this.card.dataset.sourceFile);
       add("source", ours ? element("a", { href: `#L-${node.line}`, textContent: `${file}:${node.line}`, className: "line-link" })
         : `${file}:${node.line}`, node.code ? element("code", { className: "source-code", textContent: node.code }) : null);
     }

@@ -119,7 +119,7 @@ class LocalService(LoggedProcess):
 
     stop_timeout = 60.0
 
-    def __enter__(self) -> "LocalService":
+    def __enter__(self) -> LocalService:
         self.start(self.command, self.env)
         return self
 

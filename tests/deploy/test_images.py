@@ -22,7 +22,7 @@ IMAGE_TARGETS = {"web": "web", "worker": "worker", "worker-gpu": "worker-gpu"}  
 
 
 def installed_requirements(target: str) -> set[str]:
-    """The requirements files `pip install -r` reads in the target's stages."""
+    """The requirements files `pip install -r` reads in the target's stages (from any index)."""
     runs = [run for stage in stack.stage_chain(STAGES, target) for run in stage.arguments("RUN")]
     installs = [cmd for run in runs for cmd in run.split("&&") if cmd.strip().startswith("pip install")]
     return {path for cmd in installs for path in re.findall(r"-r (\S+)", cmd)}
@@ -49,29 +49,43 @@ def makefile_recipe(target_line_prefix: str) -> list[str]:
 def test_images_install_the_makefiles_requirements_and_the_web_image_no_torch():
     makefile_installs = {os.path.relpath(p, PROJECT_ROOT) for p in glob.glob(f"{PROJECT_ROOT}/requirements/*.txt")}
     shared = {"requirements/web.txt", "requirements/contract.txt"}
+    engine = {"requirements/torch.txt", "requirements/engine.txt"}
     assert installed_requirements("web") == shared
     for worker in ("worker", "worker-gpu"):
-        assert installed_requirements(worker) == shared | {"requirements/engine.txt"}
+        assert installed_requirements(worker) == shared | engine
     # Every file `make install` reads reaches an image, except the test tools.
-    assert makefile_installs - {"requirements/test.txt"} == shared | {"requirements/engine.txt"}
+    assert makefile_installs - {"requirements/test.txt"} == shared | engine
     assert not [line for line in requirement_lines("requirements/web.txt") if re.match(r"(torch|triton)\b", line)]
     web_runs = " ".join(run for stage in stack.stage_chain(STAGES, "web") for run in stage.arguments("RUN"))
     assert "torch" not in web_runs
 
 
-def test_worker_images_take_the_pinned_torch_from_the_pytorch_index_of_their_build():
-    pins = [line for line in requirement_lines("requirements/engine.txt") if line.startswith("torch")]
-    assert pins == ["torch==2.13.0"]  # exactly one exact pin: the images grep it
+def test_worker_images_take_the_torch_pair_from_the_pytorch_index_of_their_build():
+    """torch and torchvision come as one pair from one build's index; transformers (with the rest) after it."""
+    assert requirement_lines("requirements/torch.txt") == ["torch==2.13.0", "torchvision==0.28.0"]
+    assert not [line for line in requirement_lines("requirements/engine.txt") if re.match(r"torch", line)]
+    assert [line for line in requirement_lines("requirements/engine.txt") if line.startswith("transformers")] \
+        == ["transformers==5.24.0"]
     indexes = {}
     for worker in ("worker", "worker-gpu"):
         (arg,) = STAGES[worker].arguments("ARG")
         indexes[worker] = arg.split("=", 1)[1]
         (install,) = [run for run in STAGES[worker].arguments("RUN") if "pip install" in run]
-        # torch first, from that index, at the pinned version; the rest after it (finding torch installed)
-        assert install.index("""--index-url "$TORCH_INDEX" "$(grep -E '^torch==' requirements/engine.txt)\"""") \
+        assert install.index('pip install --index-url "$TORCH_INDEX" -r requirements/torch.txt') \
             < install.index("pip install -r requirements/engine.txt")
+        assert "requirements/torch.txt requirements/engine.txt" in " ".join(STAGES[worker].arguments("COPY"))
     assert indexes["worker"] == "https://download.pytorch.org/whl/cpu"
     assert re.fullmatch(r"https://download\.pytorch\.org/whl/cu\d{3}", indexes["worker-gpu"])
+
+
+def test_make_install_takes_the_same_pair_and_never_pairs_a_local_cpu_torch_with_pypis_torchvision():
+    dry_run = subprocess.run(["make", "-n", "--always-make", "install", "PT2SCOPE_ISOLATION=none"], cwd=PROJECT_ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    assert "pip install -q torch===2.13.0 torchvision===0.28.0" in dry_run  # `===`: exactly PyPI's build
+    with_index = subprocess.run(["make", "-n", "--always-make", "install", "TORCH_INDEX=https://example.invalid/cpu"],
+                                cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout
+    assert "pip install -q --index-url https://example.invalid/cpu torch==2.13.0 torchvision==0.28.0" in with_index
+    assert dry_run.index("torchvision===") < dry_run.index("-r requirements/engine.txt")
 
 
 def test_assets_are_built_with_the_makefiles_npm_commands():

@@ -1,7 +1,7 @@
 """The images' install and start steps, run on this machine without Docker (tests/deploy/stack.py).
 
 The web tier runs from a fresh virtual environment holding only what the web image installs (so without torch);
-the worker from the project's environment (the worker image's requirements, with this machine's CPU torch).
+the worker from the project's environment (the worker image's requirements and torch pair).
 Each runs its compose service's command and environment, pointed at this machine's PostgreSQL and Redis."""
 import json
 import socket

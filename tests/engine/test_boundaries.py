@@ -1,5 +1,4 @@
-"""Dependency rules and the CLI contract, checked in fresh processes."""
-import ast
+"""The CLI contract, checked in fresh processes, and guarded capture (the import rules: tests/test_layers.py)."""
 import os
 import subprocess
 import sys
@@ -9,36 +8,6 @@ import pytest
 from engine.stages.base import Context
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def imported_modules(package: str) -> dict[str, set[str]]:
-    """{file: top-level modules it imports} for every .py file of a package."""
-    out = {}
-    for folder, _, files in os.walk(os.path.join(ROOT, package)):
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                tree = ast.parse(open(path).read())
-                mods = set()
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Import):
-                        mods |= {a.name.split(".")[0] for a in node.names}
-                    elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                        mods.add(node.module.split(".")[0])
-                out[os.path.relpath(path, ROOT)] = mods
-    return out
-
-
-def test_engine_never_imports_the_web_tier_or_workers():
-    forbidden = {"flask", "celery", "sqlalchemy", "alembic", "kombu", "webapp", "workers"}
-    offenders = {f: sorted(m & forbidden) for f, m in imported_modules("engine").items() if m & forbidden}
-    assert offenders == {}
-
-
-def test_the_parent_side_of_the_engine_does_not_import_torch():
-    code = "import sys, engine.job, engine.cli, engine.report; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
 
 
 def test_guarded_capture_reports_unavailable_instead_of_failing():

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from contract.report import checked_report
+from engine import importjob
 from engine.fxgraph import serialize_graph
 from engine.fxtext import parse_graph_code, value_meta
-from engine import importjob
 from engine.importjob import ImportFailed, ImportLimits, run_import
 from engine.traceimport import NOT_IN_LOG, import_trace
 from engine.tracelog import Limits, TraceLogError

@@ -74,7 +74,7 @@ def test_twenty_submissions_at_once_all_finish_and_survive_a_web_restart(tmp_pat
         statuses = [wait_for_run(client, run_id, timeout=600, worker=first) for run_id in run_ids]
     assert [s["status"] for s in statuses] == ["succeeded"] * 20
     # A real web server process, stopped and started again on the same database: every report is still there.
-    for attempt in range(2):
+    for _restart in range(2):
         with _gunicorn(settings) as url:
             for run_id in run_ids:
                 with urllib.request.urlopen(f"{url}/api/runs/{run_id}/report", timeout=30) as response:

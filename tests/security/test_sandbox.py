@@ -56,7 +56,7 @@ def _probe(tmp_path, monkeypatch):
             f"HOST_TMP_FILE = {host_tmp_file!r}\n" + PROBE)
     report = run_job(JobRequest(code=code, configs=["eager"]), job_dir=str(tmp_path / "job"), isolation=Isolation())
     assert report["status"] == "ok", report["failure"]
-    line = next(l for l in report["user_output"]["stdout"].splitlines() if l.startswith("PROBE"))
+    line = next(out for out in report["user_output"]["stdout"].splitlines() if out.startswith("PROBE"))
     return report, json.loads(line[len("PROBE"):]), host_tmp_file
 
 

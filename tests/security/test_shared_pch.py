@@ -59,7 +59,7 @@ example_inputs = (torch.ones(1),)
 ''' % PCH_SUBDIR
     report = run_job(JobRequest(code=code, configs=["eager"]), str(tmp_path), isolation=warm)
     assert report["status"] == "ok", report["failure"]
-    line = next(l for l in report["user_output"]["stdout"].splitlines() if l.startswith("RESULTS"))
+    line = next(out for out in report["user_output"]["stdout"].splitlines() if out.startswith("RESULTS"))
     results = json.loads(line[len("RESULTS"):])
     assert len(results) == 4 * len([name for name in before if not name.startswith(".")])
     assert all(outcome != "done" for outcome in results.values()), results

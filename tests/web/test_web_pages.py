@@ -24,8 +24,9 @@ SAMPLE_REPORTS = sorted(glob.glob(os.path.join(PROJECT_ROOT, "tests", "fixtures"
 
 def test_home_offers_the_gallery_in_order(client):
     html = client.get("/").get_data(as_text=True)
-    names = re.findall(r'data-example="([a-z_]+)"', html)
-    assert names == ["seed", "graph_break", "inplace_views", "mlp_train", "attention", "conv_bn", "recompile", "tiny_gpt"]
+    names = re.findall(r'data-example="([a-z0-9_]+)"', html)
+    assert names == ["seed", "graph_break", "inplace_views", "mlp_train", "attention", "conv_bn", "recompile", "resnet18",
+                     "hf_bert", "tiny_gpt"]
     assert "Inductor fuses into one kernel" in html  # titles come from each file's docstring
     assert 'src="/static/vendor/editor.bundle.js"' in html
     assert "<script>" not in html  # no inline script: a later CSP forbids it

@@ -5,9 +5,8 @@ Revision ID: 0006
 Revises: 0004
 Create Date: 2026-12-01 08:00:00.000000
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0006'
 down_revision = '0004'

@@ -1,0 +1,141 @@
+"""The layers point one way (README.md, "Where things are"): each package imports only the ones below it.
+
+    service -> webapp, workers -> storage -> contract;  workers -> engine (parent side) -> contract
+
+Checked two ways: statically, every import statement of every file (function-level imports included, so a lazy
+import cannot hide a dependency), and at run time, in a fresh process, what importing a tier actually loads.
+"""
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OURS = {"contract", "engine", "storage", "webapp", "workers", "service"}
+WEB_AND_QUEUE = {"flask", "werkzeug", "jinja2", "celery", "kombu", "sqlalchemy", "alembic", "redis", "psycopg",
+                 "gunicorn"}
+# The engine's parent side: what workers and the CLI import. Torch and the user's code run only in the child.
+ENGINE_PARENT_SIDE = ("engine", "engine.job", "engine.cli", "engine.report", "engine.sandbox")
+
+
+def _module_name(path: str) -> str:
+    rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+    return rel.removesuffix(".__init__")
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute module an ``from . import x`` names."""
+    if node.level == 0:
+        return node.module or ""
+    parts = module.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imported_modules(package: str) -> dict[str, set[str]]:
+    """{file: the full module names it imports} for every .py file of a package (``from a.b import c`` gives
+    ``a.b`` and ``a.b.c``: c may be a module)."""
+    out = {}
+    for folder, _, files in os.walk(os.path.join(ROOT, package)):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            module = _module_name(path)
+            mods = set()
+            for node in ast.walk(ast.parse(open(path).read(), path)):
+                if isinstance(node, ast.Import):
+                    mods |= {a.name for a in node.names}
+                elif isinstance(node, ast.ImportFrom):
+                    base = _resolve(node, module, name == "__init__.py")
+                    mods |= {base} | {f"{base}.{a.name}" for a in node.names}
+            out[os.path.relpath(path, ROOT)] = mods
+    return out
+
+
+def top_level(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def engine_modules_importing_torch() -> set[str]:
+    """Engine modules that import torch, directly or through another engine module (a static closure)."""
+    imports = {_module_name(os.path.join(ROOT, f)): mods for f, mods in imported_modules("engine").items()}
+    heavy = {m for m, mods in imports.items() if "torch" in top_level(mods)}
+    while True:
+        more = {m for m, mods in imports.items() if m not in heavy and mods & heavy}
+        if not more:
+            return heavy
+        heavy |= more
+
+
+# package -> (packages of ours it may import, third-party top-level modules it must not import)
+RULES = {
+    "contract": (set(), {"torch", *WEB_AND_QUEUE}),
+    "engine": ({"contract"}, WEB_AND_QUEUE),
+    "storage": ({"contract", "engine"}, {"torch", "flask", "werkzeug", "jinja2"}),
+    "webapp": ({"storage", "contract"}, {"torch"}),
+    "workers": ({"engine", "storage", "contract"}, {"torch", "flask", "werkzeug", "jinja2"}),
+}
+
+
+@pytest.mark.parametrize("package", sorted(RULES))
+def test_each_package_imports_only_the_layers_below_it(package):
+    allowed, forbidden = RULES[package]
+    allowed = allowed | {package}
+    offenders = {}
+    for file, mods in imported_modules(package).items():
+        bad = sorted(m for m in top_level(mods) if (m in OURS and m not in allowed) or m in forbidden)
+        if bad:
+            offenders[file] = bad
+    assert offenders == {}
+
+
+def test_contract_needs_only_the_standard_library_and_pydantic():
+    third_party = {f: sorted(m for m in top_level(mods) - OURS if m not in sys.stdlib_module_names and m != "pydantic")
+                   for f, mods in imported_modules("contract").items()}
+    assert {f: m for f, m in third_party.items() if m} == {}
+
+
+@pytest.mark.parametrize("package", ["storage", "workers"])
+def test_storage_and_workers_use_only_the_torch_free_side_of_the_engine(package):
+    heavy = engine_modules_importing_torch()
+    assert "engine.child" in heavy and "engine.job" not in heavy  # the closure sees both sides
+    offenders = {f: sorted(mods & heavy) for f, mods in imported_modules(package).items() if mods & heavy}
+    assert offenders == {}
+
+
+def test_the_engine_parent_side_imports_no_torch_module_even_lazily():
+    assert set(ENGINE_PARENT_SIDE) & engine_modules_importing_torch() == set()
+
+
+def test_the_rules_catch_a_violation(tmp_path, monkeypatch):
+    """The checker itself: a file of a fake package importing a higher layer is reported."""
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", str(tmp_path))
+    (tmp_path / "storage").mkdir()
+    (tmp_path / "storage" / "bad.py").write_text("def f():\n    from webapp.reportview import provenance\n"
+                                                 "from . import config\n")
+    assert imported_modules("storage") == {os.path.join("storage", "bad.py"): {
+        "webapp.reportview", "webapp.reportview.provenance", "storage", "storage.config"}}
+
+
+def _loaded_after(code: str, instance: str) -> set[str]:
+    """Top-level packages in sys.modules after running ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport sys; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PT2SCOPE_INSTANCE": instance})
+    return set(out.stdout.split())
+
+
+@pytest.mark.parametrize("code, never", [
+    ("import " + ", ".join(ENGINE_PARENT_SIDE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
+    ("import contract.vocab, contract.graphs", {"torch", "engine", "storage", "webapp", "workers", "flask"}),
+    ("import storage.config, storage.db, storage.models, storage.runstore, storage.queue",
+     {"torch", "engine", "webapp", "workers", "flask"}),
+    ("from webapp import create_app; create_app()", {"torch", "engine", "workers"}),
+    ("import workers.tasks", {"torch", "webapp"}),
+])
+def test_importing_a_tier_loads_nothing_above_it(code, never, tmp_path):
+    assert _loaded_after(code, str(tmp_path)) & never == set()
