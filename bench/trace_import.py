@@ -2,7 +2,7 @@
 
 The log: the recorded H200 logs (tests/fixtures/traces-h200-torch2.11) replayed with new frame ids until it
 reaches --mb, so every compile id is distinct (as in one long job with many compiled frames). Then, interleaved,
---reps times each: `tlparse LOG -o OUT` and `python -m engine import LOG` (a cold process: torch imported too),
+--reps times each: `tlparse LOG -o OUT` and `python -m engine import LOG` (its child cold: torch imported too),
 wall time and peak memory (RSS, /usr/bin/time); and the worker's path (engine.importjob.run_import with its spare
 child ready, the reports read back, then runstore.store_import, which validates them, into SQLite): when the report is
 viewable. Prints medians with min-max and the load.
