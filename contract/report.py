@@ -346,6 +346,10 @@ class Kernel(Model):
     aten_ops: list[str]
     source_lines: list[SourceLine]
     bytes_accessed: int | None
+    """bytes one call reads and writes; see `bytes_source`"""
+    bytes_source: Literal["inductor", "estimate: buffer sizes"] | None = None
+    """`inductor`: the kernel's own `kernel_num_gb` in the output code; `estimate: buffer sizes`: the sum of the
+    sizes of the buffers it is passed, each counted once (null when a size is symbolic)"""
     writes: list[str]
     """buffers it writes"""
     provenance: Literal["source-node comment", "provenance tracking", "buffer writes"] | None
@@ -443,12 +447,141 @@ class Timing(Model):
     method: Literal["perf_counter", "cuda_events"] | None = None
     statistic: str | None = None
     step: str | None = None
+    order: Literal["interleaved"] | None = None
+    """the rounds ran A B C A B C ...: a change in the machine's load hits every config alike"""
+    rounds: int | None = None
+    steps_per_round: dict[str, int] = {}
+    """config -> the back-to-back steps of one of its rounds (about 50 ms on CPU, 20 ms on GPU)"""
+    latency: str | None = None
+    """how the second figure (`latency_*`) was taken"""
+
+
+class RuntimeMode(Model):
+    """Inference or training. Without `train` every rung is compiled, checked and timed under `torch.no_grad()`
+    (AOTAutograd then makes an inference graph: no joint graph, no saved activations, no backward kernels); with
+    `train` each step is forward + backward."""
+
+    kind: Literal["inference", "training"] | None = None
+    grad_enabled: bool | None = None
+    reason: str | None = None
+    """where the choice came from: the file's `train`, the request's `--train`, or neither"""
+
+
+class EagerRepeat(Model):
+    """Plain eager against itself, from the same state and seed."""
+
+    verdict: Literal["match", "mismatch"] | None = None
+    """mismatch: the model is nondeterministic and every rung reads `nondeterministic`"""
+    max_abs_error: float | None = None
+    uses_rng: bool | None = None
+    """a run with another seed differs: the model draws random numbers (matching it needs the reseed)"""
+
+
+class Reference(Model):
+    """The state every rung starts from."""
+
+    seed: int | None = None
+    """`torch.manual_seed` (CPU and CUDA) and `random.seed` before every compared step"""
+    model_state: str | None = None
+    """`deepcopy per rung` (each rung runs its own `copy.deepcopy` of the model and inputs as loaded), or
+    `shared: <why>` when the model cannot be copied"""
+    eager_repeat: EagerRepeat = Field(default_factory=EagerRepeat)
+
+
+class Comparison(Model):
+    """A rung's outputs (or gradients) against plain eager, like `torch._dynamo.utils.same`: `allclose(atol=rtol=
+    tol)` with a dtype-aware tol (float64 1e-7, float32 1e-4, bfloat16 1e-2, float16 1e-3; gradients 10x; integers
+    and bools exact), or failing that the rung's RMSE against a float64 run at most 2x (3x for half types and
+    tensors under 1000 elements) plain eager's plus tol/10 (`fp64_checked`)."""
+
+    verdict: Literal["match", "mismatch", "nondeterministic"] | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    fp64_checked: bool = False
+    reason: str | None = None
+    """why it is not a match (the first tensors beyond tolerance), or what it was compared with"""
+
+
+class Correctness(Comparison):
+    """`verdict` is the worse of outputs and gradients. `nondeterministic`: eager disagreed with itself, or an
+    Inductor rung of a model that draws random numbers differs (Inductor generates its own: `fallback_random` is
+    off)."""
+
+    gradients: Comparison | None = None
+    """training: the same over parameter gradients"""
+
+
+class Speedup(Model):
+    """Eager's round over this config's, per round (rounds are paired: they ran side by side)."""
+
+    value: float | None = None
+    """median over rounds"""
+    low: float | None = None
+    """a distribution-free 90% confidence interval of the median (order statistics: with 7 rounds their whole
+    range, with 14 the 4th to 11th, with 21 the 7th to 15th)"""
+    high: float | None = None
+    decided: bool = False
+    """high / low <= 1.2: the figure is good to about +-10%; read it before quoting `value`. While a config is
+    undecided the ladder adds rounds, 7 at a time (5 for slow steps), up to 21, within 8 s on CPU (3 s on GPU)"""
+    verdict: Literal["faster", "slower", "same"] | None = None
+    """only when decided: faster (low > 1.02), slower (high < 0.98), same otherwise"""
+    text: str | None = None
+    """`1.93x faster (1.88-1.99)` or `not decided: measurements too noisy (0.80-2.10x over 7 rounds)`"""
+
+
+class LadderVerdict(Model):
+    config: ConfigName
+    stage: Literal["dynamo", "aot_autograd", "inductor"]
+    verdict: Literal["match", "mismatch", "nondeterministic"]
+
+
+class LadderCorrectness(Model):
+    """Where the ladder eager -> backend_eager (`dynamo`) -> aot_eager (`aot_autograd`) -> inductor_* (`inductor`)
+    first diverges from plain eager."""
+
+    first_divergent_stage: Literal["dynamo", "aot_autograd", "inductor"] | None = None
+    """null: no rung mismatches (or eager is nondeterministic); stages not run are skipped and `text` says so"""
+    deterministic: bool | None = None
+    """false: eager disagreed with itself from the same state and seed"""
+    uses_rng: bool | None = None
+    ladder: list[LadderVerdict] = []
+    text: str | None = None
+    """the verdict in words, e.g. `eager, backend_eager agree; aot_eager differs (...): the divergence starts in
+    AOTAutograd.`"""
+
+
+class MachineLoad(Model):
+    """The machine's load (`/proc/loadavg`: 1, 5, 15 minutes) just before and after the timed rounds."""
+
+    loadavg_before: list[float] | None = None
+    loadavg_after: list[float] | None = None
+    cpu_count: int | None = None
+    busy: bool | None = None
+    """the 1-minute load exceeded the number of cores at either end"""
+    text: str | None = None
+
+
+class MemoryBandwidth(Model):
+    """This worker's copy bandwidth, measured once per job: the denominator of each kernel's `roofline_share`."""
+
+    bytes_per_s: float | None = None
+    method: str | None = None
+    device: Device | None = None
 
 
 class CudaGraphs(Model):
+    """As seen while the rung compiled and warmed up (cudagraph_trees' debug log, Inductor's skip reasons)."""
+
     status: Literal["used", "skipped", "not_applicable", "not_requested"] | None = None
     """null only before the ladder ran"""
     reason: str | None = None
+    recordings: int | None = None
+    """CUDA graphs recorded: one per graph and input shape (forward and backward count apart)"""
+    rerecords: int | None = None
+    """graphs recorded again (input addresses changed, ...)"""
+    rerecord_reasons: list[str] = []
 
 
 class Benchmark(Model):
@@ -467,9 +600,20 @@ class Benchmark(Model):
     p90_ms: float | None = None
     min_ms: float | None = None
     reps: int | None = None
+    """before issue 9: per-step repetitions; now null (see `rounds`, `latency_reps`)"""
+    rounds: int | None = None
+    steps_per_round: int | None = None
+    latency_ms: float | None = None
+    """the second figure: each step timed alone (synchronize, step, synchronize), median"""
+    latency_p10_ms: float | None = None
+    latency_p90_ms: float | None = None
+    latency_reps: int | None = None
     warmup_reps: int | None = None
     method: Literal["perf_counter", "cuda_events"] | None = None
     speedup_vs_eager: float | None = None
+    """`speedup.value`; read `speedup.decided` before quoting it"""
+    speedup: Speedup | None = None
+    correctness: Correctness | None = None
     max_abs_error: float | None = None
     """max |out - ref| over all output tensors, against plain eager on the same inputs"""
     max_rel_error: float | None = None
@@ -491,28 +635,66 @@ class KernelProfileRow(Model):
     generated: bool
     calls: int
     total_ms: float
+    """per step, the profiler's dilation removed (see `kernel_profile_summary.scaled_by`)"""
     share: float
+    bytes_per_call: int | None = None
+    bytes_source: Literal["inductor", "estimate: buffer sizes"] | None = None
+    bandwidth_bytes_per_s: float | None = None
+    roofline_share: float | None = None
+    """bandwidth / `memory_bandwidth.bytes_per_s`"""
+
+
+class KernelProfileSummary(Model):
+    """Kernel time against the measured step: `kernel_ms` <= `step_ms`."""
+
+    profiled_steps: int | None = None
+    step_ms: float | None = None
+    """the rung's headline `median_ms`"""
+    profiled_step_ms: float | None = None
+    """a step under the profiler"""
+    kernel_ms: float | None = None
+    generated_ms: float | None = None
+    host_overhead_ms: float | None = None
+    """step_ms - kernel_ms: Python, guards, launches, allocations"""
+    host_overhead_share: float | None = None
+    scaled_by: float | None = None
+    """step_ms / profiled_step_ms when the kernels' raw sum would exceed the step, else 1"""
+    text: str | None = None
 
 
 class Runtime(Model):
     """Compile time per stage, the compile timeline, the benchmark ladder, per-kernel times, CUDA graphs.
 
-    Errors are measured against plain eager on the same inputs: `max_abs_error = max|out - ref|` over all output
-    tensors, `max_rel_error = max_abs_error / max|ref|` (norm-wise, so values near zero do not blow it up); the
-    `grad_*` fields do the same over parameter gradients when training.
+    The ladder (issue 9): every rung runs its own copy of the model as loaded, seeded alike (`reference`), under
+    `torch.no_grad()` unless training (`mode`). Its compared step (the first call, compile included) is judged
+    against plain eager (`benchmarks[].correctness`; `max_abs_error = max|out - ref|` over all output tensors,
+    `max_rel_error = max_abs_error / max|ref|`, norm-wise; the `grad_*` fields the same over parameter gradients),
+    and `correctness` names the first stage that diverges.
 
-    Timing: warm-up (at least 3 steps and 0.2 s), then enough repetitions for about 1 s on CPU (0.5 s on GPU), at
-    least 10; each repetition times one step alone (gradients are cleared outside the timed region); on GPU with a
-    pair of CUDA events per step and one synchronize at the end; under reduce-overhead
-    `cudagraph_mark_step_begin()` precedes each step. A step is one call per example input set (plus backward
-    when training). Our garbage is frozen (`gc.freeze`) and the structured trace detached before timing, so
-    neither costs the user's numbers."""
+    Timing: each rung is compiled and warmed up (at least 3 steps, 10 when a step is under 20 ms, and 0.2 s), then
+    the rungs are timed in rounds interleaved across configs (A B C A B C ...). One round = `steps_per_round`
+    back-to-back steps between one pair of timestamps (perf_counter; on GPU a pair of CUDA events), about 50 ms on
+    CPU and 20 ms on GPU, cut short past 5x that; 7 rounds (5 when one eager step exceeds 50 ms), more while a
+    speedup is undecided (`Speedup`). **`median_ms` is
+    the headline**: the median over rounds of the time per step; `p10_ms`/`p90_ms` its spread over rounds, `min_ms`
+    the fastest round. Gradients are set to None inside the step (as `optimizer.zero_grad()` does); under
+    reduce-overhead `cudagraph_mark_step_begin()` precedes each call of each step and outputs are not kept (the
+    next replay overwrites them; the compared step clones them at once). A step is one call per example input set
+    (plus backward when training). Our garbage is frozen (`gc.freeze`) and the structured trace detached before
+    timing. Rungs are not separated by `torch._dynamo.reset()` (it would discard the code being compared): each
+    compiles its own model copy, automatic-dynamic memory is reset before each compile, and `recompile_limit` is
+    multiplied by the number of rungs so that they do not share one budget."""
 
     compile_seconds: CompileSeconds = Field(default_factory=CompileSeconds)
     compile_metrics: list[CompileMetrics] = []
     compile_timeline: list[TimelineSpan] = []
     recorded_config: ConfigName | None = None
     """which config was recorded in full"""
+    mode: RuntimeMode = Field(default_factory=RuntimeMode)
+    reference: Reference = Field(default_factory=Reference)
+    correctness: LadderCorrectness = Field(default_factory=LadderCorrectness)
+    load: MachineLoad = Field(default_factory=MachineLoad)
+    memory_bandwidth: MemoryBandwidth = Field(default_factory=MemoryBandwidth)
     first_call_ms: float | None = None
     """the recorded config's first call (compile included)"""
     timing: Timing = Field(default_factory=Timing)
@@ -521,6 +703,7 @@ class Runtime(Model):
     cudagraphs: CudaGraphs = Field(default_factory=CudaGraphs)
     """for the reduce-overhead config"""
     kernel_profile: list[KernelProfileRow] = []
+    kernel_profile_summary: KernelProfileSummary = Field(default_factory=KernelProfileSummary)
     job_seconds: float | None = None
     """wall time of the whole job, as the parent saw it"""
     not_in_log: list[str] = []

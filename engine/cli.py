@@ -126,15 +126,31 @@ def summary(report: dict) -> str:
         if unknown:
             lines.append("unknown events (kept): " + ", ".join(f"{u['event']} x{u['count']}" for u in unknown))
         return "\n".join(lines)
-    lines.append(f"{'config':<26}{'median ms':>11}{'p10-p90':>19}{'speedup':>9}{'max abs err':>13}")
+    mode = rt.get("mode") or {}
+    if mode:
+        lines.append(f"mode: {mode.get('kind')} ({mode.get('reason')})")
+    lines.append(f"{'config':<26}{'ms/step':>10}{'p10-p90':>19}{'latency':>10}{'verdict':>10}{'max abs err':>13}"
+                 f"  speedup")
     for b in rt["benchmarks"]:
         if b["status"] != "ok":
-            lines.append(f"{b['config']:<26}  failed: {b['error'][:80]}")
+            lines.append(f"{b['config']:<26}  failed: {(b['error'] or '')[:80]}")
             continue
-        lines.append(f"{b['config']:<26}{b['median_ms']:>11.4f}{b['p10_ms']:>9.4f}-{b['p90_ms']:<9.4f}"
-                     f"{b.get('speedup_vs_eager') or 0:>8.2f}x{b['max_abs_error']:>13.2e}")
-    if rt.get("cudagraphs", {}).get("reason"):
-        lines.append(f"cuda graphs: {rt['cudagraphs']['status']}: {rt['cudagraphs']['reason']}")
+        # The speedup in words: the figure with its spread, or "not decided" (never a bare number).
+        speedup = (b.get("speedup") or {}).get("text") or "not measured"
+        verdict = (b.get("correctness") or {}).get("verdict") or "?"
+        lines.append(f"{b['config']:<26}{b['median_ms']:>10.4f}{b['p10_ms']:>9.4f}-{b['p90_ms']:<9.4f}"
+                     f"{b.get('latency_ms') or 0:>10.4f}{verdict:>10}{b['max_abs_error'] or 0:>13.2e}  {speedup}")
+    correctness = rt.get("correctness") or {}
+    if correctness.get("text"):
+        lines.append(f"correctness: {correctness['text']}")
+    if (rt.get("load") or {}).get("text"):
+        lines.append(f"machine: {rt['load']['text']}")
+    if (rt.get("kernel_profile_summary") or {}).get("text"):
+        lines.append(f"kernels: {rt['kernel_profile_summary']['text']}")
+    for b in rt["benchmarks"]:
+        cg = b.get("cudagraphs") or {}
+        if cg.get("reason"):
+            lines.append(f"cuda graphs [{b['config']}]: {cg['status']}: {cg['reason']}")
     if report["unavailable"]:
         lines.append("unavailable: " + ", ".join(u["name"] for u in report["unavailable"]))
     return "\n".join(lines)

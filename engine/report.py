@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 
 from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
 from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config, ConfigError, parse_configs
 
 __all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
-           "empty_report", "failed_report", "parse_configs", "read_report", "write_report"]
+           "empty_dir", "empty_report", "environment", "failed_report", "parse_configs", "read_report",
+           "write_report"]
 
 
 def capture_config(configs: list[str]) -> Config:
@@ -57,3 +59,37 @@ def read_report(path: str) -> dict:
     """A report file, version-checked, upgraded and validated (contract.report.checked_report; raises ReportError)."""
     with open(path) as f:
         return checked_report(json.load(f))
+
+
+def environment(torch, device: str) -> dict:
+    env = {"torch_version": torch.__version__, "python_version": platform.python_version(),
+           "platform": platform.platform(), "device": device, "num_threads": torch.get_num_threads(),
+           "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "triton_version": None}
+    try:
+        import triton
+
+        env["triton_version"] = triton.__version__
+    except Exception:
+        pass
+    if device == "cuda" and torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        env.update(device_name=props.name, cuda_version=torch.version.cuda,
+                   gpu_memory_gb=round(props.total_memory / 2**30, 1), compute_capability=f"{props.major}.{props.minor}")
+    else:
+        env["device_name"] = env["cpu_model"]
+    return env
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def empty_dir(path) -> bool:
+    return not path or not os.path.isdir(path) or not os.listdir(path)

@@ -23,7 +23,7 @@ from engine.fxtext import is_library_file, parse_graph_code
 from engine.importjob import import_request
 from engine.report import empty_report, write_report
 from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
-from engine.stages.inductor import group_output_code, parse_kernels
+from engine.stages.inductor import estimate_kernel_bytes, group_output_code, parse_kernels
 from engine.stages.runtime import _metrics_summary, compile_seconds, timeline
 from engine.tracelog import FileStats, Limits, LogFile, TraceLogError, _Budget, log_files, records
 
@@ -280,12 +280,16 @@ def build_report(log: RankLog, source_name: str) -> dict:
     outputs = group_output_code(log.trace)
     inductor["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]} for o in outputs]
     inductor["kernels"] = []
+    input_dtypes = {(g["compile_id"], g["kind"], n["name"]): n.get("dtype") for g in inductor["post_grad_graphs"]
+                    for n in g["nodes"] if n["op"] == "placeholder"}
     for output in outputs:
         # Inductor's provenance tracking (on in the recorded logs: INDUCTOR_PROVENANCE=1) names each kernel's
         # post-grad nodes; the source-node comment names the nodes before decomposition ("linear", "gelu").
         to_post = {key.split(":")[0]: value for key, value in
                    (output["node_mappings"].get("cppCodeToPost") or {}).items()}
-        for kernel in parse_kernels(output, user_base):
+        kernels = parse_kernels(output, user_base)
+        estimate_kernel_bytes(kernels, output, input_dtypes)  # as the live engine does where Inductor gave none
+        for kernel in kernels:
             kernel["post_grad_nodes"] = to_post.get(kernel["name"], [])
             inductor["kernels"].append(kernel)
     kernel_of = {(k["compile_id"], k["graph_kind"], n): k["name"] for k in inductor["kernels"]

@@ -7,6 +7,7 @@ one file serves CPU and CUDA. Every problem raises UserCodeError naming the caus
 """
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 import types
@@ -16,6 +17,8 @@ import torch
 import torch.utils._pytree as pytree
 
 from contract.userfile import is_user_file
+from engine.report import empty_dir
+from engine.stages.base import Stage
 
 
 class UserCodeError(Exception):
@@ -36,6 +39,7 @@ class UserProgram:
     train: bool
     loss_fn: object
     is_sequence: bool  # example_inputs was a list: the user is showing several calls (recompiles)
+    train_reason: str = ""  # why this is a training or an inference job, in words (report: runtime.mode.reason)
 
 
 def user_line(exc: BaseException, filename: str) -> int | None:
@@ -103,10 +107,18 @@ def load(source: str, filename: str, device: str, train_override: bool | None) -
         model = model.to(device)
     inputs_list = [pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), args) for args in inputs_list]
     train = bool(namespace.get("train", False)) if train_override is None else train_override
+    if train_override is not None:
+        reason = f"the request asked for {'training' if train else 'inference'} (train={train_override})"
+    elif "train" in namespace:
+        reason = f"{filename} sets `train = {namespace['train']!r}`"
+    else:
+        reason = f"{filename} does not set `train`: inference, as under `with torch.no_grad():`"
+    if not train:
+        reason += "; compiled, checked and timed under torch.no_grad()"
     loss_fn = namespace.get("loss_fn")
     if loss_fn is not None and not callable(loss_fn):
         raise UserCodeError("bad_value", "`loss_fn` must be a function of the model's output", file=filename)
-    return UserProgram(model, inputs_list, train, loss_fn, is_sequence)
+    return UserProgram(model, inputs_list, train, loss_fn, is_sequence, reason)
 
 
 def _as_args(value, filename: str) -> tuple:
@@ -117,3 +129,54 @@ def _as_args(value, filename: str) -> tuple:
     raise UserCodeError("bad_value", f"`example_inputs` must be a tuple of arguments (or a list of tuples), not "
                                      f"{type(value).__name__}, e.g. `example_inputs = (torch.randn(8, 8),)`",
                         file=filename)
+
+
+class LoadStage(Stage):
+    """The user's file: loaded, checked, moved to the device; the context and workload every later stage uses."""
+
+    name = "load"
+
+    def run(self, job) -> None:
+        from engine.logtap import LogTap
+        from engine.report import environment
+        from engine.stages.base import Context
+        from engine.stages.runtime import Workload
+
+        t0 = job.begin("load")
+        req = job.request
+        device, filename = req["device"], req["filename"]
+        job.report["environment"] = environment(torch, device)
+        job.report["caches"] = {"state": "cold", "inductor_cache_dir_was_empty": empty_dir(
+            os.environ.get("TORCHINDUCTOR_CACHE_DIR")), "fx_graph_cache_during_capture": False,
+            "autograd_cache_during_capture": False,
+            "note": "each job has its own new kernel cache folder; graph caches are off for the recorded compile so "
+                    "IR, fusion and post-grad graphs are always produced; benchmark compiles may reuse its kernels"}
+        if device == "cuda" and not torch.cuda.is_available():
+            raise UserCodeError("no_device", "this worker has no CUDA device: choose device cpu")
+        with open(os.path.join(job.job_dir, filename)) as f:
+            source = f.read()
+        program = load(source, filename, device, req.get("train"))
+        job.report["request"]["train_effective"] = program.train
+        state = job.state
+        state.program = program
+        state.ctx = Context(user_file=filename, device=device, train=program.train, tap=LogTap(), emit=job.emit)
+        state.workload = Workload(program.model, program.inputs_list, program.train, program.loss_fn, device)
+        state.watches = {}  # config -> CUDA-graph watch of its rung
+        job.end("load", t0)
+
+
+def user_failure(exc, filename, doing):
+    message, line = describe(exc, filename)
+    return UserCodeError("user_exception", f"{message} while {doing}", file=filename, line=line,
+                         traceback_text=user_traceback(exc, filename), original=exc)
+
+
+def compile_failure(exc, filename, stage):
+    """torch.compile failed: name the stage (Dynamo, AOTAutograd, Inductor) and the user's line."""
+    message, line = describe(exc, filename)
+    kind = "compile_error"
+    if isinstance(exc, getattr(torch._dynamo.exc, "BackendCompilerFailed", ())):
+        kind = "backend_compile_error"
+    return UserCodeError(kind, f"torch.compile failed in stage '{stage}': {message}", file=filename, line=line,
+                         traceback_text=user_traceback(exc, filename) + "\n" + traceback.format_exc()[-4000:],
+                         original=exc)

@@ -228,7 +228,8 @@ def summarize(report: dict) -> dict:
     """Headline numbers for the Overview, computed once so that tab never loads the big sections."""
     dynamo, aot = report.get("dynamo") or {}, report.get("aot") or {}
     inductor, runtime = report.get("inductor") or {}, report.get("runtime") or {}
-    measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))]
+    measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))
+                and b.get("config") != "eager"]
     best = max(measured, key=lambda b: b["speedup_vs_eager"], default=None)
     return {
         "dynamo_graphs": len(dynamo.get("graphs") or []),
@@ -240,6 +241,11 @@ def summarize(report: dict) -> dict:
         "kernel_names": [k.get("name") for k in inductor.get("kernels") or []][:20],
         "best_config": best and best.get("config"),
         "best_speedup": best and best["speedup_vs_eager"],
+        # Quote best_speedup only when decided; else best_speedup_text says "not decided: ..." with the figures.
+        "best_speedup_decided": bool(best and (best.get("speedup") or {}).get("decided")),
+        "best_speedup_text": best and (best.get("speedup") or {}).get("text"),
+        "correctness_text": (runtime.get("correctness") or {}).get("text"),
+        "first_divergent_stage": (runtime.get("correctness") or {}).get("first_divergent_stage"),
     }
 
 

@@ -13,7 +13,8 @@ from contract.userfile import is_user_file
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
-# copy measured on the project's H200 (shared/notes/gpu-baseline.md). No CPU ceiling has been measured.
+# copy measured on the project's H200 (shared/notes/gpu-baseline.md). Reports since issue 9 carry the worker's own
+# measured bandwidth (runtime.memory_bandwidth, CPU too), which takes precedence.
 COPY_BANDWIDTH_CEILINGS = {"H200": 4.27e12}
 
 # A compiled step whose GPU is busy less than this share of its wall time waits on the host (Python, guards,
@@ -25,9 +26,13 @@ HOST_BOUND_BUSY_SHARE = 0.5
 
 
 def kernel_rows(inductor: dict, runtime: dict, device_name: str | None) -> list[dict]:
-    """Generated kernels, slowest first (measured per step by the profiler), with bandwidth where bytes are known."""
+    """Generated kernels, slowest first (measured per step by the profiler), with bandwidth where bytes are known;
+    the roofline share is against the worker's measured copy bandwidth (runtime.memory_bandwidth), else the
+    device's known ceiling."""
     profile = {row.get("kernel"): row for row in runtime.get("kernel_profile") or [] if row.get("kernel")}
-    ceiling = copy_bandwidth_ceiling(device_name)
+    measured_bandwidth = (runtime.get("memory_bandwidth") or {}).get("bytes_per_s")
+    ceiling = measured_bandwidth if isinstance(measured_bandwidth, (int, float)) and measured_bandwidth > 0 \
+        else copy_bandwidth_ceiling(device_name)
     kernels = inductor.get("kernels") or []
     # Inductor counts bytes for the whole compile (metrics.num_bytes_accessed); with one kernel they are its bytes.
     total_bytes = (inductor.get("metrics") or {}).get("num_bytes_accessed")
@@ -130,22 +135,84 @@ def guards_by_compile_id(dynamo: dict) -> list[dict]:
 # Runtime
 
 
+def speedup_text(benchmark: dict) -> str | None:
+    """A rung's speedup in words: the figure with its spread, or "not decided" when the spread does not decide it
+    (never a bare number). Reports from before issue 9 carry only a number: it is shown as undecided."""
+    speedup = benchmark.get("speedup")
+    if isinstance(speedup, dict) and speedup.get("text"):
+        return speedup["text"]
+    if isinstance(benchmark.get("speedup_vs_eager"), (int, float)):
+        return f"not decided: no spread recorded ({benchmark['speedup_vs_eager']:.2f}x from one median)"
+    return None
+
+
+def speedup_decided(benchmark: dict) -> bool:
+    return bool((benchmark.get("speedup") or {}).get("decided"))
+
+
+def cudagraph_note(benchmark: dict) -> str | None:
+    """The rung's CUDA-graph status in a few words, for beside its bar."""
+    cg = benchmark.get("cudagraphs") or {}
+    status = cg.get("status")
+    if status in (None, "not_requested"):
+        return None
+    if status == "used":
+        n = cg.get("rerecords") or 0
+        return "CUDA graphs used" + (f", re-recorded {n}x" if n else "")
+    if status == "skipped":
+        return "CUDA graphs skipped"
+    return "no CUDA graphs (CPU)"
+
+
+def runtime_headline(runtime: dict) -> list[str]:
+    """The Runtime tab's opening sentences: correctness first (where the ladder diverges), then what was timed and
+    how noisy the machine was."""
+    lines = []
+    correctness = runtime.get("correctness") or {}
+    if correctness.get("text"):
+        lines.append(correctness["text"])
+    mode = runtime.get("mode") or {}
+    if mode.get("kind"):
+        lines.append(f"Timed as {mode['kind']}" + (f" ({mode['reason']})." if mode.get("reason") else "."))
+    load = runtime.get("load") or {}
+    if load.get("text"):
+        lines.append(f"Machine {load['text']}.")
+    undecided = [b["config"] for b in runtime.get("benchmarks") or []
+                 if b.get("status") == "ok" and b.get("config") != "eager" and not speedup_decided(b)]
+    if undecided:
+        lines.append(f"Speedup not decided for {', '.join(undecided)}: the rounds' spread is too wide to quote a "
+                     "figure (measurements too noisy).")
+    return lines
+
+
 def ladder_chart(benchmarks: list[dict]) -> dict | None:
-    """Speedup over plain eager per config, with the p10-p90 spread of the step time as error bars."""
-    eager = next((b for b in benchmarks if b.get("config") == "eager" and b.get("median_ms")), None)
+    """Speedup over plain eager per config (median of paired rounds), a 90% confidence interval of it as error bars; an
+    undecided speedup is drawn pale and labelled so, and each rung's CUDA-graph status sits beside its bar."""
     rows = [b for b in benchmarks if b.get("status") == "ok" and b.get("median_ms")]
+    eager = next((b for b in rows if b.get("config") == "eager"), None)
     if not eager or not rows:
         return None
     base = eager["median_ms"]
-    speedups = [base / b["median_ms"] for b in rows]
-    high = [base / b["p10_ms"] - s if b.get("p10_ms") else 0 for b, s in zip(rows, speedups)]
-    low = [s - base / b["p90_ms"] if b.get("p90_ms") else 0 for b, s in zip(rows, speedups)]
+    speedups, high, low = [], [], []
+    for b in rows:
+        s = b.get("speedup") if isinstance(b.get("speedup"), dict) else None
+        value = s["value"] if s and s.get("value") is not None else base / b["median_ms"]
+        speedups.append(value)
+        high.append((s["high"] - value) if s and s.get("high") is not None else 0)
+        low.append((value - s["low"]) if s and s.get("low") is not None else 0)
+    labels = []
+    for b, value in zip(rows, speedups):
+        label = f"{value:.2f}×" if speedup_decided(b) or b["config"] == "eager" else f"not decided ({value:.2f}×)"
+        note = cudagraph_note(b)
+        labels.append(f"{label}<br>{note}" if note else label)
+    colors = ["#9aa5b1" if b["config"] == "eager" else "#b8460b" if speedup_decided(b) else "#e3b89c" for b in rows]
     return {"data": [{"type": "bar", "x": [b["config"] for b in rows], "y": speedups,
-                      "text": [f"{s:.2f}×" for s in speedups], "textposition": "inside", "insidetextanchor": "end",
-                      "marker": {"color": ["#9aa5b1" if b["config"] == "eager" else "#b8460b" for b in rows]},
+                      "text": labels, "textposition": "inside", "insidetextanchor": "end",
+                      "marker": {"color": colors},
                       "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low,
                                   "color": "#1d232a"},
-                      "hovertemplate": "%{x}: %{y:.2f}× over eager<extra></extra>"}],
+                      "customdata": [speedup_text(b) or "" for b in rows],
+                      "hovertemplate": "%{x}: %{customdata}<extra></extra>"}],
             "layout": {"yaxis": {"title": {"text": "speedup over plain eager (×)"}, "rangemode": "tozero"},
                        "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                                    "line": {"dash": "dot", "color": "#68717d"}}]}}

@@ -54,3 +54,14 @@ class Collector:
 
     def collect(self, report: dict) -> None:
         """Fill report[self.section] from what the hooks and the log tap saw."""
+
+
+class Stage:
+    """One step of a job's pipeline. engine/child.py runs the registered stages (engine.stages.PIPELINE) in order;
+    each ``run(job)`` reads what earlier stages left in ``job.state``, adds its own, and fills ``job.report``.
+    ``job.begin(name)`` / ``job.end(name, t0)`` announce progress and save the partial report."""
+
+    name = ""
+
+    def run(self, job) -> None:
+        raise NotImplementedError

@@ -27,6 +27,13 @@ _AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
 _FUSING = re.compile(r"^fusing (?P<a>\S+) with (?P<b>\S+)$")
 _NOT_FUSING = re.compile(r"^cannot fuse (?P<a>\S+) with (?P<b>\S+): (?P<reason>.+)$")
 _NUM_GB = re.compile(r"'kernel_num_gb': (?P<gb>[0-9.e-]+)")
+# Buffer sizes in the wrapper: "buf0 = empty_strided_cpu((1024, 1024), (1024, 1), torch.float32)" and the graph
+# inputs' "assert_size_stride(arg0_1, (1024, 1024), (1024, 1))" (dtype from the post-grad graph's placeholders).
+_BUFFER = re.compile(r"^\s*(?P<name>\w+) = empty_strided\w*\(\((?P<size>[^)]*)\), \([^)]*\), torch\.(?P<dtype>\w+)",
+                     re.M)
+_INPUT_SIZE = re.compile(r"assert_size_stride\((?P<name>\w+), \((?P<size>[^)]*)\)")
+_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
+             "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
 # A kernel's parameters (Triton "def k(in_ptr0, out_ptr0, ...)", C++ "kernel(const float* in_ptr0, ...)"):
 # Inductor names the buffers a kernel writes out_ptrN / in_out_ptrN.
 _PARAMS = re.compile(r"(?:def \w+|void\s+kernel)\((?P<params>[^)]*)\)")
@@ -141,6 +148,11 @@ class InductorCollector(Collector):
         section["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]}
                                   for o in outputs]
         section["kernels"] = [k for o in outputs for k in parse_kernels(o, self.ctx.user_file)]
+        input_dtypes = {(g["compile_id"], g["kind"], n["name"]): n.get("dtype") for g in self.post_grad
+                        for n in g["nodes"] if n["op"] == "placeholder"}
+        for output in outputs:
+            estimate_kernel_bytes([k for k in section["kernels"] if k["compile_id"] == output["compile_id"]
+                                   and k["graph_kind"] == output["kind"]], output, input_dtypes)
         for kernel in section["kernels"]:
             if not kernel["source_nodes"]:  # no source-node comment (CPU kernels, some Triton reductions)
                 sched = self.scheduler.get((kernel["compile_id"], kernel["graph_kind"]), {"nodes": {}})
@@ -246,6 +258,8 @@ def parse_kernels(output: dict, user_file: str) -> list[dict]:
             "graph_kind": output["kind"], "source": source.strip("\n"), "source_nodes": source_nodes,
             "aten_ops": aten_ops, "source_lines": [lines[k] for k in sorted(lines)],
             "bytes_accessed": int(float(gb["gb"]) * 1e9) if gb else None,
+            "bytes_source": "inductor" if gb else None,
+            "args": call_args,
             "provenance": "source-node comment" if comment else ("provenance tracking" if name in to_post else None),
             # Buffers the kernel writes (non-const pointer arguments at its call site), for the fallback below.
             "writes": [a for a, p in zip(call_args, param_names) if p.startswith(("out_ptr", "in_out_ptr"))],
@@ -293,3 +307,38 @@ def nodes_from_buffer_writes(kernel: dict, scheduler_nodes: dict) -> list[str]:
         if set(info.get("writes", [])) & set(kernel.get("writes", [])):
             out.extend(o for o in info["origins"] if o not in out)
     return out
+
+
+def estimate_kernel_bytes(kernels: list[dict], output: dict, input_dtypes: dict) -> None:
+    """Where Inductor gave no kernel_num_gb (CPU kernels, Triton without the benchmark harness): the sum of the
+    sizes of the buffers a kernel is passed, each counted once (``bytes_source`` says it is an estimate). Kernels
+    with a symbolic size among their buffers keep None."""
+    code = output["code"]
+    sizes = {}
+    for m in _BUFFER.finditer(code):
+        sizes[m["name"]] = (m["size"], m["dtype"])
+    for m in _INPUT_SIZE.finditer(code):
+        dtype = input_dtypes.get((output["compile_id"], output["kind"], m["name"]))
+        if dtype:
+            sizes.setdefault(m["name"], (m["size"], dtype))
+    for kernel in kernels:
+        args = kernel.pop("args", [])
+        if kernel["bytes_accessed"] is not None:
+            continue
+        total, known = 0, 0
+        for arg in dict.fromkeys(args):
+            if arg not in sizes:
+                continue
+            size, dtype = sizes[arg]
+            dims = [d.strip() for d in size.split(",") if d.strip()]
+            if not all(d.isdigit() for d in dims) or dtype not in _ITEMSIZE:
+                kernel["bytes_accessed"] = None
+                known = 0
+                break
+            numel = 1
+            for d in dims:
+                numel *= int(d)
+            total += numel * _ITEMSIZE[dtype]
+            known += 1
+        if known:
+            kernel["bytes_accessed"], kernel["bytes_source"] = total, "estimate: buffer sizes"

@@ -53,7 +53,7 @@ def test_seed_runtime_numbers(seed):
     assert list(by_config) == ["eager", "inductor_default", "inductor_reduce_overhead"]
     for b in by_config.values():
         assert b["status"] == "ok", b["error"]
-        assert b["reps"] >= 10 and b["p10_ms"] <= b["median_ms"] <= b["p90_ms"]
+        assert b["rounds"] >= 5 and b["latency_reps"] >= 10 and b["p10_ms"] <= b["median_ms"] <= b["p90_ms"]
         assert b["max_abs_error"] < 1e-5  # PyTorch eager is the oracle
     assert by_config["eager"]["speedup_vs_eager"] == 1.0
     assert by_config["inductor_default"]["first_call_ms"] > by_config["inductor_default"]["median_ms"]

@@ -1,0 +1,95 @@
+"""The recorded compile: the one compile with every stage's hooks on (Dynamo, AOTAutograd, Inductor collectors),
+on its own copy of the model, seeded like every rung; its first call's outputs are the recorded rung's compared
+step. The three stages run interleaved inside that one call, so their durations come from torch's own metrics."""
+
+from __future__ import annotations
+
+import gc
+
+import torch
+
+from engine.report import capture_config
+from engine.stages import runtime
+from engine.stages.aot import AotCollector
+from engine.stages.base import Stage
+from engine.stages.dynamo import DynamoCollector
+from engine.stages.inductor import InductorCollector
+
+
+class CaptureStage(Stage):
+    name = "dynamo"
+
+    def run(self, job) -> None:
+        state = job.state
+        ctx, tap, workload = state.ctx, state.ctx.tap, state.workload
+        target = state.target = capture_config(job.request["configs"])
+        dynamo, aot = DynamoCollector(ctx), AotCollector(ctx)
+        inductor = InductorCollector(ctx, aot)
+        collectors = [dynamo, aot, inductor] if target.backend == "inductor" else [dynamo, aot]
+        with ctx.guard("logs.tap"):
+            tap.install()
+        for missing in tap.missing:
+            ctx.mark_unavailable(f"logs.{missing}", "TORCH_LOGS artifact not known to this torch")
+        for collector in collectors:
+            collector.install()
+
+        stages_seen = {"dynamo"}  # job.begin("dynamo") below announces it
+
+        def stage_started(stage):
+            if stage not in stages_seen:
+                stages_seen.add(stage)
+                job.stage = stage
+                job.emit({"event": "stage", "stage": stage, "state": "started", "config": target.name})
+
+        def capture_backend(gm, example_inputs):
+            stage_started("dynamo")
+            dynamo.on_graph(gm, example_inputs)
+            if target.backend == "eager":
+                return gm.forward
+            stage_started("aot")
+            if target.backend == "aot_eager":
+                return aot.recording_aot_eager(gm, example_inputs)
+            return inductor.compile(gm, example_inputs, target.mode, on_inductor=lambda: stage_started("inductor"))
+
+        torch._dynamo.reset()
+        ctx.recording = True
+        inst = workload.fresh()
+        compiled = torch.compile(inst.model, backend=capture_backend)
+        cudagraph_steps = target.mode == "reduce-overhead" and ctx.device == "cuda"
+        # The recorded rung's CUDA-graph status includes what its compile said (skip reasons are logged then).
+        watch = state.watches.setdefault(target.name, runtime.CudagraphWatch(ctx))
+        t0 = job.begin("dynamo", config=target.name)
+        try:
+            with watch:
+                capture_ms, outs, grads = workload.compared_step(compiled, inst, cudagraph_steps=cudagraph_steps)
+        except Exception as exc:
+            from engine.usercode import compile_failure
+
+            raise compile_failure(exc, ctx.user_file, job.stage if job.stage != "eager" else "dynamo") from None
+        finally:
+            ctx.recording = False
+        state.recorded = (inst, compiled, capture_ms, outs, grads)
+        runtime.RuntimeCollector(ctx).collect(job.report)
+        seconds = job.report["runtime"]["compile_seconds"]
+        durations = {
+            "dynamo": seconds.get("dynamo"),
+            "aot": seconds.get("aot_autograd"),
+            "inductor": (seconds.get("inductor") or 0) + (seconds.get("codegen") or 0),
+        }
+        for stage in ("dynamo", "aot", "inductor"):
+            if stage in stages_seen:
+                job.end(stage, t0, seconds=durations[stage], config=target.name)
+        t0 = job.begin("report")
+        dynamo.collect(job.report)
+        aot.collect(job.report, dynamo.graph_modules)
+        if target.backend == "inductor":
+            inductor.collect(job.report)
+        job.report["runtime"]["recorded_config"] = target.name
+        job.report["runtime"]["first_call_ms"] = round(capture_ms, 3)
+        job.end("report", t0)
+
+        # Our own objects must not cost the user's timings: stop the trace (torch then skips building its payloads)
+        # and move everything allocated so far out of the garbage collector's reach (no gen-2 pauses in the loop).
+        tap.uninstall_trace()
+        gc.collect()
+        gc.freeze()

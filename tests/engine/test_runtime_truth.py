@@ -1,0 +1,304 @@
+"""Issue 9, the runtime half: every figure of the ladder is right, or says why it may not be. Real jobs on real
+torch (CPU); each false reading of the issue has a case here that the old ladder got wrong."""
+
+import os
+import statistics
+import textwrap
+
+import pytest
+import torch
+
+from engine.cli import summary
+from engine.job import JobRequest, run_job
+from engine.stages import runtime
+from tests.engine.conftest import EXAMPLES, NO_INDUCTOR
+
+MODELS = {
+    # A module that counts its calls: state carried from rung to rung gave errors up to 8,300, all "ok".
+    "counter": """
+        import torch
+
+        class Counter(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.calls = 0
+
+            def forward(self, x):
+                self.calls += 1
+                return x * self.calls
+
+        model = Counter()
+        example_inputs = (torch.randn(64, 64),)
+    """,
+    # Dropout, active (the module is in training mode) in an inference job: matches only after the reseed.
+    "dropout": """
+        import torch
+
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Dropout(0.5))
+        example_inputs = (torch.randn(32, 64),)
+    """,
+    # State outside the model (a module-level counter): eager disagrees with itself from the same state and seed.
+    "global_state": """
+        import torch
+
+        _calls = [0]
+
+        def f(x):
+            _calls[0] += 1
+            return x * _calls[0]
+
+        model = f
+        example_inputs = (torch.randn(16, 16),)
+    """,
+    # Code that behaves differently while Dynamo traces it: the divergence starts in Dynamo.
+    "dynamo_diverges": """
+        import torch
+
+        def f(x):
+            if torch.compiler.is_compiling():
+                x = x + 1
+            return x.sin()
+
+        model = f
+        example_inputs = (torch.randn(16, 16),)
+    """,
+    # A function allowed into the graph (Dynamo calls it as is) that takes another path when AOTAutograd traces
+    # it with its tensor subclasses: the divergence starts in AOTAutograd.
+    "aot_diverges": """
+        import torch
+
+        @torch._dynamo.allow_in_graph
+        def scale(x):
+            if type(x) is torch.Tensor:
+                return x * 2.0
+            return x * 2.5
+
+        def f(x):
+            return scale(x).sin()
+
+        model = f
+        example_inputs = (torch.randn(16, 16),)
+    """,
+    # A decomposition registered for Inductor only that disagrees with the op's kernel: the divergence starts in
+    # Inductor (aot_eager applies no decompositions).
+    "inductor_diverges": """
+        import torch
+        from torch._inductor.decomposition import register_decomposition
+
+        @torch.library.custom_op("pt2scope_test::scale", mutates_args=())
+        def scale(x: torch.Tensor) -> torch.Tensor:
+            return x * 2.0
+
+        @scale.register_fake
+        def _(x):
+            return torch.empty_like(x)
+
+        @register_decomposition(torch.ops.pt2scope_test.scale.default)
+        def _scale_for_inductor(x):
+            return x * 2.5
+
+        def f(x):
+            return scale(x).sin()
+
+        model = f
+        example_inputs = (torch.randn(16, 16),)
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    cache = {}
+
+    def run(name, configs=tuple(NO_INDUCTOR)):
+        if (name, configs) not in cache:
+            report = run_job(
+                JobRequest(code=textwrap.dedent(MODELS[name]), filename="model.py", configs=list(configs)),
+                job_dir=str(tmp_path_factory.mktemp(name)),
+            )
+            assert report["status"] == "ok", report["failure"]
+            cache[name, configs] = report
+        return cache[name, configs]
+
+    return run
+
+
+def _by_config(report):
+    return {b["config"]: b for b in report["runtime"]["benchmarks"]}
+
+
+def test_a_model_that_counts_its_calls_matches_on_every_rung(job):
+    report = job("counter")
+    assert report["runtime"]["reference"]["model_state"] == "deepcopy per rung"
+    for b in _by_config(report).values():
+        assert b["correctness"]["verdict"] == "match", b
+        assert b["max_abs_error"] == 0.0
+    assert report["runtime"]["correctness"]["first_divergent_stage"] is None
+
+
+def test_dropout_matches_after_the_reseed_and_is_known_to_draw_random_numbers(job):
+    report = job("dropout")
+    reference = report["runtime"]["reference"]
+    assert reference["eager_repeat"]["verdict"] == "match" and reference["eager_repeat"]["uses_rng"] is True
+    for b in _by_config(report).values():
+        assert b["correctness"]["verdict"] == "match", b
+    assert report["runtime"]["correctness"]["uses_rng"] is True
+
+
+def test_state_outside_the_model_reads_nondeterministic_not_ok(job):
+    report = job("global_state")
+    correctness = report["runtime"]["correctness"]
+    assert correctness["deterministic"] is False and correctness["first_divergent_stage"] is None
+    assert "nondeterministic" in correctness["text"]
+    assert {b["correctness"]["verdict"] for b in report["runtime"]["benchmarks"]} == {"nondeterministic"}
+
+
+@pytest.mark.parametrize(
+    "name, configs, stage, words",
+    [
+        ("dynamo_diverges", tuple(NO_INDUCTOR), "dynamo", "Dynamo"),
+        ("aot_diverges", tuple(NO_INDUCTOR), "aot_autograd", "AOTAutograd"),
+        ("inductor_diverges", tuple(NO_INDUCTOR) + ("inductor_default",), "inductor", "Inductor"),
+    ],
+)
+def test_the_first_divergent_stage_is_named_in_words(job, name, configs, stage, words):
+    report = job(name, configs)
+    correctness = report["runtime"]["correctness"]
+    assert correctness["first_divergent_stage"] == stage, correctness
+    assert f"the divergence starts in {words}" in correctness["text"]
+    by_config = _by_config(report)
+    first_bad = next(r["config"] for r in correctness["ladder"] if r["verdict"] == "mismatch")
+    bad = by_config[first_bad]["correctness"]
+    assert bad["max_abs_error"] > bad["atol"] == 1e-4  # float32 tolerance, as torch._dynamo.utils.same
+    # Every rung before it agrees with eager.
+    for r in correctness["ladder"][: [r["config"] for r in correctness["ladder"]].index(first_bad)]:
+        assert r["verdict"] == "match"
+
+
+def test_inference_without_train_is_compiled_and_timed_under_no_grad(explore):
+    report = explore("conv_bn", ["eager", "aot_eager", "inductor_default"])
+    assert report["status"] == "ok", report["failure"]
+    kernels = [k["name"] for k in report["inductor"]["kernels"]]
+    assert kernels and not any("backward" in name for name in kernels)  # was ..._threshold_backward_2
+    mode = report["runtime"]["mode"]
+    assert mode["kind"] == "inference" and mode["grad_enabled"] is False and "train" in mode["reason"]
+    # AOTAutograd made an inference graph: no joint graph, nothing saved for a backward that never runs.
+    assert {g["kind"] for g in report["aot"]["graphs"]} == {"inference"}
+    assert report["aot"]["partitions"] == []
+    assert "torch.no_grad()" in report["runtime"]["timing"]["step"]
+
+
+def test_training_compares_gradients_too(explore):
+    report = explore("mlp_train", NO_INDUCTOR)
+    assert report["runtime"]["mode"]["kind"] == "training"
+    for name in ("backend_eager", "aot_eager"):
+        gradients = _by_config(report)[name]["correctness"]["gradients"]
+        assert gradients["verdict"] == "match" and gradients["atol"] == pytest.approx(1e-3)
+
+
+def test_seed_timing_is_interleaved_rounds_with_a_decided_or_undecided_speedup(explore):
+    report = explore("seed", ["eager", "inductor_default", "inductor_reduce_overhead"])
+    rt = report["runtime"]
+    assert rt["timing"]["order"] == "interleaved" and rt["timing"]["rounds"] >= 5
+    assert rt["load"]["loadavg_before"] and rt["load"]["cpu_count"] >= 1 and rt["load"]["text"]
+    for b in rt["benchmarks"]:
+        assert b["rounds"] == rt["timing"]["rounds"] and b["steps_per_round"] >= 1
+        assert b["p10_ms"] <= b["median_ms"] <= b["p90_ms"] and b["latency_ms"] > 0
+        speedup = b["speedup"]
+        assert isinstance(speedup["decided"], bool)
+        if b["config"] != "eager" and not speedup["decided"]:
+            assert speedup["text"].startswith("not decided: measurements too noisy")
+    # The CLI never prints a bare speedup: the figure with its spread, or "not decided".
+    for b in rt["benchmarks"]:
+        assert b["speedup"]["text"] in summary(report)
+
+
+def test_seed_kernel_times_add_up_to_no_more_than_the_step_and_bytes_are_filled(explore):
+    report = explore("seed", ["eager", "inductor_default", "inductor_reduce_overhead"])
+    rt = report["runtime"]
+    kp = rt["kernel_profile_summary"]
+    step = {b["config"]: b for b in rt["benchmarks"]}["inductor_default"]["median_ms"]
+    assert kp["step_ms"] == step
+    assert sum(r["total_ms"] for r in rt["kernel_profile"]) <= step * 1.001
+    assert kp["kernel_ms"] + kp["host_overhead_ms"] == pytest.approx(step, rel=1e-3)
+    assert "host overhead" in kp["text"]
+    [kernel] = report["inductor"]["kernels"]
+    # One 1024x1024 float32 input and one output, each counted once.
+    assert kernel["bytes_accessed"] == 2 * 1024 * 1024 * 4 and kernel["bytes_source"] == "estimate: buffer sizes"
+    [row] = [r for r in rt["kernel_profile"] if r["generated"]]
+    assert rt["memory_bandwidth"]["bytes_per_s"] > 1e9
+    assert 0 < row["roofline_share"] and row["bytes_source"] == "estimate: buffer sizes"
+
+
+def test_three_seed_jobs_agree_within_15_percent_or_say_undecided(tmp_path_factory):
+    with open(os.path.join(EXAMPLES, "seed.py")) as f:
+        code = f.read()
+    speedups = []
+    for i in range(3):
+        report = run_job(
+            JobRequest(code=code, filename="seed.py", configs=["eager", "inductor_default"]),
+            job_dir=str(tmp_path_factory.mktemp(f"seed-{i}")),
+        )
+        assert report["status"] == "ok", report["failure"]
+        speedups.append({b["config"]: b for b in report["runtime"]["benchmarks"]}["inductor_default"]["speedup"])
+    decided = [s["value"] for s in speedups if s["decided"]]
+    middle = statistics.median([s["value"] for s in speedups])
+    for value in decided:
+        assert abs(value / middle - 1) <= 0.15, speedups
+    for s in speedups:
+        assert s["decided"] or s["text"].startswith("not decided")
+
+
+# --- the verdict's arithmetic, without a job --------------------------------------------------------------------
+
+
+def test_float32_tolerance_is_torch_benchmarks_and_the_fp64_check_rescues_rounding():
+    ref = [torch.ones(2000)]
+    assert runtime.compare([torch.ones(2000) + 5e-5], ref, None)["verdict"] == "match"
+    off = runtime.compare([torch.ones(2000) + 1e-3], ref, None)
+    assert off["verdict"] == "mismatch" and off["atol"] == 1e-4 and "tensor 0" in off["reason"]
+    # Both are as far from the float64 truth: the rung is no worse than eager, so it matches (fp64 check).
+    truth = [torch.ones(2000, dtype=torch.float64) + 5e-4]
+    rescued = runtime.compare([torch.ones(2000) + 1e-3], ref, truth)
+    assert rescued["verdict"] == "match" and rescued["fp64_checked"]
+
+
+def test_half_types_get_looser_tolerances_and_integers_compare_exactly():
+    ref = [torch.ones(4, dtype=torch.bfloat16)]
+    assert runtime.compare([ref[0] + 0.0078125], ref, None)["verdict"] == "match"
+    assert runtime.compare([torch.tensor([1, 2])], [torch.tensor([1, 3])], None)["verdict"] == "mismatch"
+    assert runtime.tolerance(torch.float32, gradients=True) == pytest.approx(1e-3)
+
+
+def test_a_speedup_is_decided_only_when_its_rounds_agree():
+    assert runtime.speedup([2.0] * 7, [1.0] * 7)["text"] == "2.00x faster (2.00-2.00)"
+    noisy = runtime.speedup([2.0, 1.0, 3.0, 1.1, 2.5, 0.9, 2.2], [1.0] * 7)
+    assert noisy["decided"] is False and noisy["text"].startswith("not decided: measurements too noisy")
+    assert runtime.speedup([1.0] * 7, [1.005] * 7)["verdict"] == "same"
+
+
+def test_cuda_graph_recordings_and_re_recordings_are_counted_with_torchs_reasons():
+    # The messages torch._inductor.cudagraph_trees logs at debug level (its own format strings).
+    messages = [
+        "[0/0] Recording function=0, mode=CompilationMode.FORWARD, cuda_graph_id=0, inputs: 1",
+        "[0/0] Re-recording function=0, mode=CompilationMode.FORWARD, reason=static input data pointer "
+        "changed.\ninput name: primals_1. data pointer changed from 1 to 2.",
+    ]
+    status = runtime.cudagraph_status("cuda", "inductor_reduce_overhead", [], 0, messages)
+    assert status["status"] == "used" and status["recordings"] == 1 and status["rerecords"] == 1
+    assert status["rerecord_reasons"][0].startswith("static input data pointer changed")
+    assert "1 re-recorded: static input data pointer changed" in status["reason"]
+    skipped = runtime.cudagraph_status(
+        "cuda", "inductor_reduce_overhead", ["skipping cudagraphs due to mutated inputs"], 1, []
+    )
+    assert skipped["status"] == "skipped" and "mutated inputs" in skipped["reason"]
+
+
+def test_the_speedups_interval_is_a_confidence_interval_of_the_median_that_more_rounds_narrow():
+    assert runtime.median_interval(list(range(1, 8))) == (1, 7)  # 7 rounds: their whole range (98% coverage)
+    assert runtime.median_interval(list(range(1, 15))) == (4, 11)
+    assert runtime.median_interval(list(range(1, 22))) == (7, 15)
+    # One wild round in seven leaves the figure undecided; the same noise over 21 rounds decides it.
+    noisy = [4.0, 4.1, 3.9, 4.2, 4.0, 8.0, 4.05]
+    assert runtime.speedup(noisy, [1.0] * 7)["decided"] is False
+    assert runtime.speedup(noisy * 3, [1.0] * 21)["text"] == "4.05x faster (4.00-4.10)"

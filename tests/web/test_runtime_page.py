@@ -1,0 +1,63 @@
+"""The Runtime tab and the overview say what the ladder's figures mean: the correctness verdict in words at the top,
+"not decided" instead of a bare speedup when the rounds' spread does not decide it, the machine's load, host
+overhead, and each rung's CUDA-graph status beside its bar (real reports: tests/fixtures/reports/README.md)."""
+
+import json
+import os
+
+from storage.config import PROJECT_ROOT
+from tests.web.test_web_pages import _store
+from webapp import reportview
+
+
+def _report(name: str) -> dict:
+    with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")) as f:
+        return json.load(f)
+
+
+def _pages(client, db, name):
+    run = _store(client, db, _report(name))
+    return {
+        tab: client.get(f"/r/{run.slug}" + ("" if tab == "overview" else f"/{tab}")).get_data(as_text=True)
+        for tab in ("overview", "runtime")
+    }
+
+
+def test_a_busy_cpu_run_says_not_decided_and_why(client, db):
+    report = _report("seed_busy_cpu")
+    html = _pages(client, db, "seed_busy_cpu")
+    runtime = html["runtime"]
+    verdict = runtime[runtime.index('id="runtime-verdict"') : runtime.index('id="runtime-benchmarks"')]
+    assert "Every compiled config matches plain eager within tolerance" in verdict
+    assert "the machine was busy while timing" in verdict and "Timed as inference" in verdict
+    assert "Speedup not decided for backend_eager, aot_eager, inductor_default, inductor_reduce_overhead" in verdict
+    table = runtime[runtime.index('class="records benchmarks"') :]
+    for b in report["runtime"]["benchmarks"][1:]:
+        assert b["speedup"]["text"] in table and f"{b['speedup_vs_eager']:.2f}×" not in table
+    assert "is host overhead" in runtime
+    overview = html["overview"]
+    assert "not decided: measurements too noisy" in overview
+    assert "Every compiled config matches plain eager within tolerance" in overview
+
+
+def test_a_decided_gpu_speedup_is_quoted_with_its_spread_and_cuda_graphs_beside_its_bar(client, db):
+    html = _pages(client, db, "seed_large_gpu")["runtime"]
+    assert "4.07x faster (4.06-4.08)" in html
+    chart = reportview.ladder_chart(_report("seed_large_gpu")["runtime"]["benchmarks"])
+    labels = dict(zip(chart["data"][0]["x"], chart["data"][0]["text"]))
+    assert labels["inductor_default"] == "4.07×" and labels["inductor_reduce_overhead"].endswith("CUDA graphs used")
+    assert "used: the compiled graphs were recorded and replayed as CUDA graphs" in html
+
+
+def test_an_old_report_without_spreads_never_shows_a_bare_speedup(client, db):
+    overview = _pages(client, db, "seed")["overview"]
+    summary = overview[overview.index('id="summary-speedup"') :]
+    assert summary.split("</dd>")[0].count("not decided") == 1
+
+
+def test_the_cpu_kernel_table_has_bytes_and_a_roofline_share_against_the_workers_measured_bandwidth():
+    report = _report("seed_busy_cpu")
+    [row] = reportview.kernel_rows(report["inductor"], report["runtime"], report["environment"]["device_name"])
+    assert row["bytes_accessed"] == 2 * 1024 * 1024 * 4  # one float32 1024x1024 input and output, once each
+    measured = report["runtime"]["memory_bandwidth"]["bytes_per_s"]
+    assert row["roofline_share"] == row["bandwidth"] / measured
