@@ -11,6 +11,7 @@
 - guards: per compile id, the guard lines only one run has (object ids and addresses, which differ in every
   process, are masked first).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -55,8 +56,14 @@ def node_key(node: dict) -> tuple:
 
 
 def _node_view(node: dict) -> dict:
-    return {"name": node.get("name"), "op": node.get("op"), "target": node.get("target"), "line": node.get("line"),
-            "shape": node.get("shape"), "dtype": node.get("dtype")}
+    return {
+        "name": node.get("name"),
+        "op": node.get("op"),
+        "target": node.get("target"),
+        "line": node.get("line"),
+        "shape": node.get("shape"),
+        "dtype": node.get("dtype"),
+    }
 
 
 def diff_nodes(a_nodes: list[dict], b_nodes: list[dict]) -> dict:
@@ -110,12 +117,19 @@ def diff_graphs(a: dict, b: dict) -> list[dict]:
         key = lambda entry: (entry["graph"].get("compile_id"), entry["graph"].get("kind"))  # noqa: E731
         for ga, gb in _pair(a_graphs, b_graphs, key):
             base = ga or gb
-            entry = {"stage": tab, "title": base["title"], "a_id": ga and ga["id"], "b_id": gb and gb["id"],
-                     "a_title": ga and ga["title"], "b_title": gb and gb["title"],
-                     "a_nodes": len(ga["graph"].get("nodes") or []) if ga else 0,
-                     "b_nodes": len(gb["graph"].get("nodes") or []) if gb else 0}
-            entry.update(diff_nodes(ga["graph"].get("nodes") or [] if ga else [],
-                                    gb["graph"].get("nodes") or [] if gb else []))
+            entry = {
+                "stage": tab,
+                "title": base["title"],
+                "a_id": ga and ga["id"],
+                "b_id": gb and gb["id"],
+                "a_title": ga and ga["title"],
+                "b_title": gb and gb["title"],
+                "a_nodes": len(ga["graph"].get("nodes") or []) if ga else 0,
+                "b_nodes": len(gb["graph"].get("nodes") or []) if gb else 0,
+            }
+            entry.update(
+                diff_nodes(ga["graph"].get("nodes") or [] if ga else [], gb["graph"].get("nodes") or [] if gb else [])
+            )
             entry["identical"] = bool(ga and gb) and not (entry["added"] or entry["removed"] or entry["changed"])
             out.append(entry)
     return out
@@ -150,14 +164,30 @@ def diff_kernels(a: dict, b: dict) -> dict:
     rows = []
     for ka, kb, how in matched:
         source_a, source_b = ka.get("source") or "", kb.get("source") or ""
-        lines = list(difflib.unified_diff(source_a.splitlines(), source_b.splitlines(), ka.get("name"),
-                                          kb.get("name"), lineterm="", n=2))
-        rows.append({"a": ka.get("name"), "b": kb.get("name"), "matched_by": how, "graph_kind": kb.get("graph_kind"),
-                     "compile_id_a": ka.get("compile_id"), "compile_id_b": kb.get("compile_id"),
-                     "same_source": source_a == source_b, "diff": "\n".join(lines[:SOURCE_DIFF_LINES]),
-                     "diff_truncated": len(lines) > SOURCE_DIFF_LINES})
-    brief = lambda k: {"name": k.get("name"), "graph_kind": k.get("graph_kind"),  # noqa: E731
-                       "compile_id": k.get("compile_id"), "aten_ops": k.get("aten_ops") or []}
+        lines = list(
+            difflib.unified_diff(
+                source_a.splitlines(), source_b.splitlines(), ka.get("name"), kb.get("name"), lineterm="", n=2
+            )
+        )
+        rows.append(
+            {
+                "a": ka.get("name"),
+                "b": kb.get("name"),
+                "matched_by": how,
+                "graph_kind": kb.get("graph_kind"),
+                "compile_id_a": ka.get("compile_id"),
+                "compile_id_b": kb.get("compile_id"),
+                "same_source": source_a == source_b,
+                "diff": "\n".join(lines[:SOURCE_DIFF_LINES]),
+                "diff_truncated": len(lines) > SOURCE_DIFF_LINES,
+            }
+        )
+    brief = lambda k: {
+        "name": k.get("name"),
+        "graph_kind": k.get("graph_kind"),  # noqa: E731
+        "compile_id": k.get("compile_id"),
+        "aten_ops": k.get("aten_ops") or [],
+    }
     return {"matched": rows, "only_a": [brief(k) for k in only_a], "only_b": [brief(k) for k in rest_b]}
 
 
@@ -179,9 +209,18 @@ def diff_guards(a: dict, b: dict) -> list[dict]:
         set_a, set_b = set(la or []), set(lb or [])
         only_a = [line for line in la or [] if line not in set_b]
         only_b = [line for line in lb or [] if line not in set_a]
-        out.append({"compile_id": compile_id, "in_a": la is not None, "in_b": lb is not None,
-                    "only_a": only_a, "only_b": only_b, "same": not only_a and not only_b and la is not None
-                    and lb is not None, "count_a": len(la or []), "count_b": len(lb or [])})
+        out.append(
+            {
+                "compile_id": compile_id,
+                "in_a": la is not None,
+                "in_b": lb is not None,
+                "only_a": only_a,
+                "only_b": only_b,
+                "same": not only_a and not only_b and la is not None and lb is not None,
+                "count_a": len(la or []),
+                "count_b": len(lb or []),
+            }
+        )
     return out
 
 
@@ -191,10 +230,17 @@ def diff_benchmarks(a: dict, b: dict) -> list[dict]:
     out = []
     for config in list(dict.fromkeys([*a_rows, *b_rows])):
         ra, rb = a_rows.get(config) or {}, b_rows.get(config) or {}
-        out.append({"config": config,
-                    **{f"{side}_{field}": row.get(field) for side, row in (("a", ra), ("b", rb))
-                       for field in ("median_ms", "speedup_vs_eager", "max_abs_error", "status")},
-                    "median_ms_delta": _delta(ra.get("median_ms"), rb.get("median_ms"))})
+        out.append(
+            {
+                "config": config,
+                **{
+                    f"{side}_{field}": row.get(field)
+                    for side, row in (("a", ra), ("b", rb))
+                    for field in ("median_ms", "speedup_vs_eager", "max_abs_error", "status")
+                },
+                "median_ms_delta": _delta(ra.get("median_ms"), rb.get("median_ms")),
+            }
+        )
     return out
 
 
@@ -206,9 +252,15 @@ def compare(a: dict, b: dict) -> dict:
     seconds_b = (b.get("runtime") or {}).get("compile_seconds") or {}
     return {
         "summary": [{"metric": key, "a": sa[key], "b": sb[key], "delta": _delta(sa[key], sb[key])} for key in sa],
-        "compile_seconds": [{"stage": key, "a": seconds_a.get(key), "b": seconds_b.get(key),
-                             "delta": _delta(seconds_a.get(key), seconds_b.get(key))}
-                            for key in dict.fromkeys([*seconds_a, *seconds_b])],
+        "compile_seconds": [
+            {
+                "stage": key,
+                "a": seconds_a.get(key),
+                "b": seconds_b.get(key),
+                "delta": _delta(seconds_a.get(key), seconds_b.get(key)),
+            }
+            for key in dict.fromkeys([*seconds_a, *seconds_b])
+        ],
         "benchmarks": diff_benchmarks(a, b),
         "graphs": diff_graphs(a, b),
         "kernels": diff_kernels(a, b),

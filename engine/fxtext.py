@@ -12,17 +12,35 @@ Targets are spelled as the live serializer spells them (``str(OpOverload)``: "at
 as "_operator.add"; methods and modules by name), so graphs imported from a log and graphs recorded live compare.
 Pure Python, no torch: the text is untrusted data and is only matched with regular expressions, never evaluated.
 """
+
 from __future__ import annotations
 
 import re
 
 # "f32[8, 4][4, 1]cpu", "bf16[s0, 1024][1024, 1]cuda:0", "Sym(s0)", "i64[]"
-_ANNOTATION = re.compile(r'^(?P<dtype>[a-z]+\d*(?:e\dm\d\w*)?)\[(?P<shape>[^\]]*)\]')
-_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
-           "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "u16": "uint16", "u32": "uint32",
-           "u64": "uint64", "b8": "bool", "c32": "complex32", "c64": "complex64", "c128": "complex128",
-           "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "f8e4m3fnuz": "float8_e4m3fnuz",
-           "f8e5m2fnuz": "float8_e5m2fnuz"}
+_ANNOTATION = re.compile(r"^(?P<dtype>[a-z]+\d*(?:e\dm\d\w*)?)\[(?P<shape>[^\]]*)\]")
+_DTYPES = {
+    "f64": "float64",
+    "f32": "float32",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "b8": "bool",
+    "c32": "complex32",
+    "c64": "complex64",
+    "c128": "complex128",
+    "f8e4m3fn": "float8_e4m3fn",
+    "f8e5m2": "float8_e5m2",
+    "f8e4m3fnuz": "float8_e4m3fnuz",
+    "f8e5m2fnuz": "float8_e5m2fnuz",
+}
 _DEF = re.compile(r"^(?P<indent>\s*)def forward\((?P<params>.*)$")
 _PARAM = re.compile(r'(?P<name>[A-Za-z_]\w*)\s*(?::\s*"(?P<annotation>[^"]*)")?')
 _FILE = re.compile(r"^# File: (?P<file>.+?):(?P<line>\d+) in (?P<func>[^,]+), code: (?P<code>.*)$")
@@ -35,9 +53,27 @@ _ITEM = re.compile(r"^(?P<base>[A-Za-z_]\w*)\[(?P<index>[^\]]*)\]$")
 _BINARY = re.compile(r"^(?P<a>\S+) (?P<op>\+|-|\*|/|//|%|\*\*|@|&|\||\^|<<|>>|==|!=|<|<=|>|>=) (?P<b>\S+)$")
 _UNARY = re.compile(r"^(?P<op>-|~|not )(?P<a>[A-Za-z_]\w*)$")
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
-_OPERATORS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod", "**": "pow",
-              "@": "matmul", "&": "and_", "|": "or_", "^": "xor", "<<": "lshift", ">>": "rshift", "==": "eq",
-              "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+_OPERATORS = {
+    "+": "add",
+    "-": "sub",
+    "*": "mul",
+    "/": "truediv",
+    "//": "floordiv",
+    "%": "mod",
+    "**": "pow",
+    "@": "matmul",
+    "&": "and_",
+    "|": "or_",
+    "^": "xor",
+    "<<": "lshift",
+    ">>": "rshift",
+    "==": "eq",
+    "!=": "ne",
+    "<": "lt",
+    "<=": "le",
+    ">": "gt",
+    ">=": "ge",
+}
 _UNARY_OPERATORS = {"-": "neg", "~": "invert", "not ": "not_"}
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "<frozen ", "<string>")
 
@@ -107,9 +143,20 @@ def parse_graph_code(code: str) -> list[dict]:
 
     def add(name, op, target, args, annotation):
         shape, dtype = value_meta(annotation)
-        nodes.append({"name": name, "op": op, "target": target, "args": args, "shape": shape, "dtype": dtype,
-                      "file": where.get("file"), "line": where.get("line"), "code": where.get("code"),
-                      "module_stack": []})
+        nodes.append(
+            {
+                "name": name,
+                "op": op,
+                "target": target,
+                "args": args,
+                "shape": shape,
+                "dtype": dtype,
+                "file": where.get("file"),
+                "line": where.get("line"),
+                "code": where.get("code"),
+                "module_stack": [],
+            }
+        )
         known.add(name)
         index[name] = len(nodes) - 1
 
@@ -139,7 +186,7 @@ def parse_graph_code(code: str) -> list[dict]:
             continue
         if line.startswith("return "):
             where = {}
-            add("output", "output", "output", _reads(line[len("return "):], known), None)
+            add("output", "output", "output", _reads(line[len("return ") :], known), None)
             continue
         line = _strip_release(line)
         declared = _DECLARE.match(line)

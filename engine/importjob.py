@@ -5,6 +5,7 @@ address-space, CPU-time and file-size limit and a wall-clock timeout, so a hosti
 never the worker. The child writes OUT/report.json (+ OUT/report.rank<N>.json per further rank) or OUT/error.json.
 No torch here: the worker and ``python -m engine import`` (engine/cli.py) are this side.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,31 +40,54 @@ def import_request(filename: str, device: str, limits: ImportLimits | None = Non
     """The report's ``request`` for an import: no code, no configs, and the limits the import ran under (the
     child writes the defaults; the parent, which set the limits, writes its own over them)."""
     limits = limits or ImportLimits()
-    return {"code": "", "filename": filename, "device": device, "train": None, "configs": [],
-            "time_limit_s": float(limits.time_limit_s), "memory_limit_mb": limits.memory_limit_mb,
-            "cpu_time_limit_s": float(limits.time_limit_s * 2), "process_limit": None, "open_files_limit": None,
-            "file_size_limit_mb": limits.output_limit_mb, "output_limit_mb": limits.output_limit_mb}
+    return {
+        "code": "",
+        "filename": filename,
+        "device": device,
+        "train": None,
+        "configs": [],
+        "time_limit_s": float(limits.time_limit_s),
+        "memory_limit_mb": limits.memory_limit_mb,
+        "cpu_time_limit_s": float(limits.time_limit_s * 2),
+        "process_limit": None,
+        "open_files_limit": None,
+        "file_size_limit_mb": limits.output_limit_mb,
+        "output_limit_mb": limits.output_limit_mb,
+    }
 
 
 def _limit_child(limits: ImportLimits):
     def apply():
-        memory = limits.memory_limit_mb * 1024 ** 2
+        memory = limits.memory_limit_mb * 1024**2
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         cpu = int(limits.time_limit_s * 2)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        size = limits.output_limit_mb * 1024 ** 2
+        size = limits.output_limit_mb * 1024**2
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
     return apply
 
 
 def _start_child(limits: ImportLimits) -> subprocess.Popen:
     """A limited child that imports the importer (and torch: seconds) at once, then waits on stdin for one job."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": PROJECT_ROOT, "HOME": "/nonexistent",
-           "OMP_NUM_THREADS": "1", "LANG": os.environ.get("LANG", "C.UTF-8")}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": PROJECT_ROOT,
+        "HOME": "/nonexistent",
+        "OMP_NUM_THREADS": "1",
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+    }
     stderr = tempfile.TemporaryFile()  # a file, not a pipe: nobody reads it while the child waits
-    proc = subprocess.Popen([sys.executable, "-m", "engine.traceimport"], cwd=PROJECT_ROOT, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
-                            preexec_fn=_limit_child(limits), start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.traceimport"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        preexec_fn=_limit_child(limits),
+        start_new_session=True,
+    )
     proc.stderr_file = stderr
     return proc
 
@@ -93,15 +117,24 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
     limits = limits or ImportLimits()
     os.makedirs(out_dir, exist_ok=True)
     proc = _child_for(limits)
-    job = json.dumps({"log": os.path.abspath(log_path), "out": os.path.abspath(out_dir), "name": display_name,
-                      "max_mb": limits.max_log_mb})
+    job = json.dumps(
+        {
+            "log": os.path.abspath(log_path),
+            "out": os.path.abspath(out_dir),
+            "name": display_name,
+            "max_mb": limits.max_log_mb,
+        }
+    )
     try:
         proc.communicate(job.encode() + b"\n", timeout=limits.time_limit_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        raise ImportFailed("timeout", f"reading the log took longer than {limits.time_limit_s:g} s; it was stopped. "
-                                      "Upload fewer ranks or a shorter run.") from None
+        raise ImportFailed(
+            "timeout",
+            f"reading the log took longer than {limits.time_limit_s:g} s; it was stopped. "
+            "Upload fewer ranks or a shorter run.",
+        ) from None
     proc.stderr_file.seek(0)
     stderr = proc.stderr_file.read()
     proc.stderr_file.close()
@@ -114,11 +147,14 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
         if proc.returncode == -signal.SIGXCPU or proc.returncode == -signal.SIGKILL and "MemoryError" not in tail:
             raise ImportFailed("timeout", "reading the log used up its CPU-time limit")
         if "MemoryError" in tail or "Cannot allocate memory" in tail:
-            raise ImportFailed("memory", f"reading the log needed more than {limits.memory_limit_mb} MiB; "
-                                         "upload fewer ranks")
+            raise ImportFailed(
+                "memory", f"reading the log needed more than {limits.memory_limit_mb} MiB; upload fewer ranks"
+            )
         raise ImportFailed("internal_error", f"the importer failed (exit status {proc.returncode}):\n{tail}")
-    names = sorted((n for n in os.listdir(out_dir) if n.startswith("report.rank")),
-                   key=lambda n: int(n.removeprefix("report.rank").removesuffix(".json") or 0))
+    names = sorted(
+        (n for n in os.listdir(out_dir) if n.startswith("report.rank")),
+        key=lambda n: int(n.removeprefix("report.rank").removesuffix(".json") or 0),
+    )
     # Read as data, validated once, by storage (runstore.store_report) before it is stored: validating a large
     # import twice costs seconds the user waits.
     reports = []

@@ -9,6 +9,7 @@ What a log cannot hold (benchmarks, bytecode, IR before/after fusion, functional
 section under ``not_in_log``; event kinds this importer does not know are kept (counted, with samples) under
 ``trace_import.unknown_events``. Runs in a child process with limits (engine/importjob.py): the log is untrusted.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,26 +36,73 @@ NOT_IN_LOG = {
     "inductor": ["ir_pre_fusion", "ir_post_fusion", "fusion_decisions", "scheduler"],
     "runtime": ["benchmarks", "kernel_profile", "cudagraphs", "timing"],
 }
-AOT_GRAPH_EVENTS = {"aot_joint_graph": "joint", "aot_forward_graph": "forward", "aot_backward_graph": "backward",
-                    "aot_inference_graph": "inference"}
+AOT_GRAPH_EVENTS = {
+    "aot_joint_graph": "joint",
+    "aot_forward_graph": "forward",
+    "aot_backward_graph": "backward",
+    "aot_inference_graph": "inference",
+}
 # Records the report is made of (kept whole), and known kinds the report only counts.
-KEPT_EVENTS = {"dynamo_output_graph", *AOT_GRAPH_EVENTS, "artifact:inductor_post_grad_graph", "inductor_output_code",
-               "artifact:inductor_provenance_tracking_node_mappings",
-               "artifact:inductor_provenance_tracking_kernel_stack_traces", "artifact:dynamo_graph_break_reason",
-               "dynamo_cpp_guards_str", "dynamo_guards", "artifact:recompile_reasons", "compilation_metrics",
-               "bwd_compilation_metrics", "chromium_event", "str", "dynamo_start", "artifact:torch_version"}
-COUNTED_EVENTS = {"describe_storage", "describe_tensor", "describe_source", "artifact:before_pre_grad_graph",
-                  "artifact:after_pre_grad_graph", "artifact:aot_forward_graph_fw_metadata",
-                  "artifact:torch._functorch.config", "artifact:before_joint_graph", "artifact:after_joint_graph",
-                  "artifact:fx_graph_runnable", "artifact:before_post_grad_graph", "artifact:triton_kernel_info",
-                  "compilation_metrics_runtime", "bwd_compilation_metrics_runtime", "create_symbol",
-                  "create_unbacked_symbol", "guard_added", "guard_added_fast", "symbolic_shape_specialization",
-                  "expression_created", "propagate_real_tensors", "guard_on_data_dependent_error",
-                  "dynamo_graph_break_reason", "missing_fake_kernel", "mismatched_fake_kernel", "graph_dump",
-                  "optimize_ddp_split_graph", "optimize_ddp_split_child", "compiled_autograd_graph",
-                  "artifact:inductor_pre_grad_graph", "artifact:min_cut_information", "link", "dump_file"}
-CACHE_PREFIXES = ("artifact:fx_graph_cache_", "artifact:aotautograd_cache_", "artifact:fx_graph_bundled_cache_",
-                  "artifact:dynamo_cache_", "artifact:precompile_cache_")
+KEPT_EVENTS = {
+    "dynamo_output_graph",
+    *AOT_GRAPH_EVENTS,
+    "artifact:inductor_post_grad_graph",
+    "inductor_output_code",
+    "artifact:inductor_provenance_tracking_node_mappings",
+    "artifact:inductor_provenance_tracking_kernel_stack_traces",
+    "artifact:dynamo_graph_break_reason",
+    "dynamo_cpp_guards_str",
+    "dynamo_guards",
+    "artifact:recompile_reasons",
+    "compilation_metrics",
+    "bwd_compilation_metrics",
+    "chromium_event",
+    "str",
+    "dynamo_start",
+    "artifact:torch_version",
+}
+COUNTED_EVENTS = {
+    "describe_storage",
+    "describe_tensor",
+    "describe_source",
+    "artifact:before_pre_grad_graph",
+    "artifact:after_pre_grad_graph",
+    "artifact:aot_forward_graph_fw_metadata",
+    "artifact:torch._functorch.config",
+    "artifact:before_joint_graph",
+    "artifact:after_joint_graph",
+    "artifact:fx_graph_runnable",
+    "artifact:before_post_grad_graph",
+    "artifact:triton_kernel_info",
+    "compilation_metrics_runtime",
+    "bwd_compilation_metrics_runtime",
+    "create_symbol",
+    "create_unbacked_symbol",
+    "guard_added",
+    "guard_added_fast",
+    "symbolic_shape_specialization",
+    "expression_created",
+    "propagate_real_tensors",
+    "guard_on_data_dependent_error",
+    "dynamo_graph_break_reason",
+    "missing_fake_kernel",
+    "mismatched_fake_kernel",
+    "graph_dump",
+    "optimize_ddp_split_graph",
+    "optimize_ddp_split_child",
+    "compiled_autograd_graph",
+    "artifact:inductor_pre_grad_graph",
+    "artifact:min_cut_information",
+    "link",
+    "dump_file",
+}
+CACHE_PREFIXES = (
+    "artifact:fx_graph_cache_",
+    "artifact:aotautograd_cache_",
+    "artifact:fx_graph_bundled_cache_",
+    "artifact:dynamo_cache_",
+    "artifact:precompile_cache_",
+)
 # torch >= 2.13 logs the bytecode of Dynamo's resume functions as artifacts "<function>_ORIGINAL_BYTECODE" and
 # "<function>_MODIFIED_BYTECODE".
 BYTECODE_SUFFIXES = ("_ORIGINAL_BYTECODE", "_MODIFIED_BYTECODE")
@@ -103,18 +151,29 @@ class RankLog:
         elif event == "describe_tensor" and isinstance(meta[event], dict):
             self.devices[str(meta[event].get("device", ""))] += 1
         if event in KEPT_EVENTS or event.endswith(BYTECODE_SUFFIXES):
-            self.trace.append({"event": event, "compile_id": compile_id_of(meta), "metadata": meta[next(iter(meta))],
-                               "payload": payload})
+            self.trace.append(
+                {
+                    "event": event,
+                    "compile_id": compile_id_of(meta),
+                    "metadata": meta[next(iter(meta))],
+                    "payload": payload,
+                }
+            )
         elif event.startswith(CACHE_PREFIXES):
-            self.caches.append({"event": event.removeprefix("artifact:"), "compile_id": compile_id_of(meta),
-                                **_cache_detail(payload)})
+            self.caches.append(
+                {"event": event.removeprefix("artifact:"), "compile_id": compile_id_of(meta), **_cache_detail(payload)}
+            )
         elif event not in COUNTED_EVENTS:
             entry = self.unknown.setdefault(event, {"event": event, "count": 0, "samples": []})
             entry["count"] += 1
             if len(entry["samples"]) < UNKNOWN_SAMPLES:
-                entry["samples"].append({"compile_id": compile_id_of(meta),
-                                         "metadata": json.dumps(meta, default=str)[:UNKNOWN_SAMPLE_CHARS],
-                                         "payload": (payload or "")[:UNKNOWN_SAMPLE_CHARS]})
+                entry["samples"].append(
+                    {
+                        "compile_id": compile_id_of(meta),
+                        "metadata": json.dumps(meta, default=str)[:UNKNOWN_SAMPLE_CHARS],
+                        "payload": (payload or "")[:UNKNOWN_SAMPLE_CHARS],
+                    }
+                )
 
     def events(self, event: str) -> list[dict]:
         return [e for e in self.trace if e["event"] == event]
@@ -127,8 +186,16 @@ def _cache_detail(payload: str | None) -> dict:
         return {}
     if not isinstance(data, dict):
         return {}
-    keep = ("key", "cache_state", "cache_event_time", "time_saved_ns", "reason", "cache_bypass_reason",
-            "cache_bypass_exception_type", "components")
+    keep = (
+        "key",
+        "cache_state",
+        "cache_event_time",
+        "time_saved_ns",
+        "reason",
+        "cache_bypass_reason",
+        "cache_bypass_exception_type",
+        "components",
+    )
     return {k: data[k] for k in keep if k in data and not isinstance(data[k], (dict, list))}
 
 
@@ -142,13 +209,15 @@ def read_logs(path: str, display_name: str | None = None, limits: Limits | None 
             try:
                 rank_log.add(meta, payload)
             except Exception as exc:  # one odd record (a field of an unexpected type) never stops an import
-                rank_log.stats.note_malformed(rank_log.stats.lines, f"record not understood: {exc}",
-                                              json.dumps(meta, default=str))
+                rank_log.stats.note_malformed(
+                    rank_log.stats.lines, f"record not understood: {exc}", json.dumps(meta, default=str)
+                )
         ranks.append(rank_log)
     return ranks
 
 
 # --- one rank's log -> one report ---------------------------------------------------------------------------------
+
 
 def user_file_of(log: RankLog) -> str | None:
     """The file the job's compiled code lives in: the non-library file most frames of the captured graphs name."""
@@ -190,9 +259,18 @@ def _bytecode(log: RankLog) -> list[dict]:
         if not e["event"].endswith(BYTECODE_SUFFIXES):
             continue
         name, _, side = e["event"].removeprefix("artifact:").rpartition("_")[0].rpartition("_")
-        entry = entries.setdefault((e["compile_id"], name), {"compile_id": e["compile_id"], "name": name,
-                                                             "file": None, "line": None, "original": "",
-                                                             "transformed": "", "decompiled": None})
+        entry = entries.setdefault(
+            (e["compile_id"], name),
+            {
+                "compile_id": e["compile_id"],
+                "name": name,
+                "file": None,
+                "line": None,
+                "original": "",
+                "transformed": "",
+                "decompiled": None,
+            },
+        )
         entry["original" if side == "ORIGINAL" else "transformed"] = e["payload"] or ""
     return list(entries.values())
 
@@ -208,8 +286,9 @@ def _partitions(aot_graphs: list[dict]) -> list[dict]:
         backward, forward = graphs.get("backward"), graphs.get("forward")
         if not backward:
             continue
-        saved = [n["name"] for n in backward["nodes"] if n["op"] == "placeholder"
-                 and not n["name"].startswith("tangents")]
+        saved = [
+            n["name"] for n in backward["nodes"] if n["op"] == "placeholder" and not n["name"].startswith("tangents")
+        ]
         joint_forward = set()
         if graphs.get("joint"):
             after_tangent = set()
@@ -226,8 +305,15 @@ def _partitions(aot_graphs: list[dict]) -> list[dict]:
         if graphs.get("joint"):
             for node in graphs["joint"]["nodes"]:
                 node["marks"]["recomputed"] = node["name"] in recomputed
-        out.append({"compile_id": compile_id, "saved": saved, "recomputed": recomputed,
-                    "forward_nodes": len((forward or {}).get("nodes", [])), "backward_nodes": len(backward["nodes"])})
+        out.append(
+            {
+                "compile_id": compile_id,
+                "saved": saved,
+                "recomputed": recomputed,
+                "forward_nodes": len((forward or {}).get("nodes", [])),
+                "backward_nodes": len(backward["nodes"]),
+            }
+        )
     return out
 
 
@@ -246,18 +332,20 @@ def build_report(log: RankLog, source_name: str) -> dict:
             torch_version = json.loads(versions[0]["payload"]).get("pytorch_version")
         except (ValueError, AttributeError):
             pass
-    report["environment"].update(torch_version=torch_version, device=device, devices=sorted(devices),
-                                 rank=log.log.rank)
+    report["environment"].update(torch_version=torch_version, device=device, devices=sorted(devices), rank=log.log.rank)
 
     dynamo = report["dynamo"]
     dynamo["graphs"] = [_graph(e) for e in log.events("dynamo_output_graph") if e["payload"]]
-    dynamo["graph_breaks"] = parse_graph_breaks(log.events("artifact:dynamo_graph_break_reason"),
-                                                user_base)
-    dynamo["guards"] = [{"compile_id": e["compile_id"], "text": e["payload"]}
-                        for e in log.events("dynamo_cpp_guards_str") if e["payload"]]
+    dynamo["graph_breaks"] = parse_graph_breaks(log.events("artifact:dynamo_graph_break_reason"), user_base)
+    dynamo["guards"] = [
+        {"compile_id": e["compile_id"], "text": e["payload"]}
+        for e in log.events("dynamo_cpp_guards_str")
+        if e["payload"]
+    ]
     if not dynamo["guards"]:  # older torch: the guard list as JSON
-        dynamo["guards"] = [{"compile_id": e["compile_id"], "text": e["payload"]}
-                            for e in log.events("dynamo_guards") if e["payload"]]
+        dynamo["guards"] = [
+            {"compile_id": e["compile_id"], "text": e["payload"]} for e in log.events("dynamo_guards") if e["payload"]
+        ]
     dynamo["recompiles"] = parse_recompiles(log.events("artifact:recompile_reasons"), [])
     dynamo["bytecode"] = _bytecode(log)
     dynamo["summary"] = {
@@ -280,20 +368,28 @@ def build_report(log: RankLog, source_name: str) -> dict:
     outputs = group_output_code(log.trace)
     inductor["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]} for o in outputs]
     inductor["kernels"] = []
-    input_dtypes = {(g["compile_id"], g["kind"], n["name"]): n.get("dtype") for g in inductor["post_grad_graphs"]
-                    for n in g["nodes"] if n["op"] == "placeholder"}
+    input_dtypes = {
+        (g["compile_id"], g["kind"], n["name"]): n.get("dtype")
+        for g in inductor["post_grad_graphs"]
+        for n in g["nodes"]
+        if n["op"] == "placeholder"
+    }
     for output in outputs:
         # Inductor's provenance tracking (on in the recorded logs: INDUCTOR_PROVENANCE=1) names each kernel's
         # post-grad nodes; the source-node comment names the nodes before decomposition ("linear", "gelu").
-        to_post = {key.split(":")[0]: value for key, value in
-                   (output["node_mappings"].get("cppCodeToPost") or {}).items()}
+        to_post = {
+            key.split(":")[0]: value for key, value in (output["node_mappings"].get("cppCodeToPost") or {}).items()
+        }
         kernels = parse_kernels(output, user_base)
         estimate_kernel_bytes(kernels, output, input_dtypes)  # as the live engine does where Inductor gave none
         for kernel in kernels:
             kernel["post_grad_nodes"] = to_post.get(kernel["name"], [])
             inductor["kernels"].append(kernel)
-    kernel_of = {(k["compile_id"], k["graph_kind"], n): k["name"] for k in inductor["kernels"]
-                 for n in k["post_grad_nodes"] or k["source_nodes"]}
+    kernel_of = {
+        (k["compile_id"], k["graph_kind"], n): k["name"]
+        for k in inductor["kernels"]
+        for n in k["post_grad_nodes"] or k["source_nodes"]
+    }
     for graph in inductor["post_grad_graphs"]:
         for node in graph["nodes"]:
             node["marks"] = {"kernel": kernel_of.get((graph["compile_id"], graph["kind"], node["name"]))}
@@ -317,14 +413,20 @@ def build_report(log: RankLog, source_name: str) -> dict:
     runtime["compile_timeline"] = timeline([e for e in log.events("chromium_event") if e["payload"]])
 
     hits = Counter(c["event"] for c in log.caches)
-    report["caches"] = {"state": "from the log", "events": log.caches, "counts": dict(hits),
-                        "note": "cache hits and misses the job's own run logged (Inductor FX graph cache, "
-                                "AOTAutograd cache); a hit means the graphs below were not recompiled"}
+    report["caches"] = {
+        "state": "from the log",
+        "events": log.caches,
+        "counts": dict(hits),
+        "note": "cache hits and misses the job's own run logged (Inductor FX graph cache, "
+        "AOTAutograd cache); a hit means the graphs below were not recompiled",
+    }
     for section, fields in NOT_IN_LOG.items():
         report[section]["not_in_log"] = [f for f in fields if _empty(report[section].get(f))]
     report["stages"] = []
     report["trace_import"] = {
-        "file": log.stats.as_dict(), "rank": log.log.rank, "user_file": user_file,
+        "file": log.stats.as_dict(),
+        "rank": log.log.rank,
+        "user_file": user_file,
         "event_counts": dict(sorted(log.counts.items(), key=lambda kv: -kv[1])),
         "unknown_events": list(log.unknown.values()),
         "not_in_log_note": NOT_IN_TRACE_LOG,
@@ -341,14 +443,17 @@ def _empty(value) -> bool:
 
 def compile_signature(report: dict) -> dict:
     """What must agree between ranks of one job: graphs (their code), breaks, recompiles and kernels."""
+
     def digest(texts):
         return hashlib.sha256("\n\0".join(texts).encode()).hexdigest()[:16]
 
-    return {"graphs": len(report["dynamo"]["graphs"]),
-            "graph_code": digest(g["code"] or "" for g in report["dynamo"]["graphs"]),
-            "graph_breaks": report["dynamo"]["summary"]["graph_break_count"],
-            "recompiles": len(report["dynamo"]["recompiles"]),
-            "kernels": sorted(k["name"] for k in report["inductor"]["kernels"])}
+    return {
+        "graphs": len(report["dynamo"]["graphs"]),
+        "graph_code": digest(g["code"] or "" for g in report["dynamo"]["graphs"]),
+        "graph_breaks": report["dynamo"]["summary"]["graph_break_count"],
+        "recompiles": len(report["dynamo"]["recompiles"]),
+        "kernels": sorted(k["name"] for k in report["inductor"]["kernels"]),
+    }
 
 
 def rank_differences(reports: list[dict]) -> list[dict]:
@@ -361,8 +466,13 @@ def rank_differences(reports: list[dict]) -> list[dict]:
         signature = compile_signature(report)
         fields = [key for key in base if signature[key] != base[key]]
         if fields:
-            out.append({"rank": report["trace_import"]["rank"], "fields": fields,
-                        "detail": {key: {"base": base[key], "this": signature[key]} for key in fields}})
+            out.append(
+                {
+                    "rank": report["trace_import"]["rank"],
+                    "fields": fields,
+                    "detail": {key: {"base": base[key], "this": signature[key]} for key in fields},
+                }
+            )
     return out
 
 
@@ -373,12 +483,20 @@ def import_trace(path: str, display_name: str | None = None, limits: Limits | No
     ranks = read_logs(path, display_name, limits)
     if not any(r.stats.records for r in ranks):
         lines = sum(r.stats.lines for r in ranks)
-        raise TraceLogError(f"{display_name} holds no structured-trace record in {lines} line(s): upload the file "
-                            "TORCH_TRACE=DIR wrote (DIR/dedicated_log_torch_trace_*.log), not TORCH_LOGS output")
+        raise TraceLogError(
+            f"{display_name} holds no structured-trace record in {lines} line(s): upload the file "
+            "TORCH_TRACE=DIR wrote (DIR/dedicated_log_torch_trace_*.log), not TORCH_LOGS output"
+        )
     reports = [build_report(r, display_name) for r in ranks]
     differing = rank_differences(reports)
-    ranks_info = [{"rank": r["trace_import"]["rank"], "file": r["trace_import"]["file"]["name"],
-                   "signature": compile_signature(r)} for r in reports]
+    ranks_info = [
+        {
+            "rank": r["trace_import"]["rank"],
+            "file": r["trace_import"]["file"]["name"],
+            "signature": compile_signature(r),
+        }
+        for r in reports
+    ]
     flagged = {d["rank"]: d for d in differing}
     for info in ranks_info:
         info["differs"] = flagged.get(info["rank"], {}).get("fields", [])
@@ -403,8 +521,9 @@ def write_import(log_path: str, out_dir: str, display_name: str, limits: Limits 
     for i, report in enumerate(reports):
         report["runtime"]["job_seconds"] = round(time.monotonic() - started, 3)
         rank = report["trace_import"]["rank"]
-        paths.append(os.path.join(out_dir, "report.json" if i == 0 else
-                                  f"report.rank{rank if rank is not None else i}.json"))
+        paths.append(
+            os.path.join(out_dir, "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json")
+        )
         write_report(report, paths[-1])
     return paths
 
@@ -416,7 +535,7 @@ def main() -> int:
     if not line.strip():
         return 0  # the parent went away without a job for this child
     job = json.loads(line)
-    write_import(job["log"], job["out"], job["name"], Limits(max_bytes=int(job["max_mb"] * 1024 ** 2)))
+    write_import(job["log"], job["out"], job["name"], Limits(max_bytes=int(job["max_mb"] * 1024**2)))
     return 0
 
 

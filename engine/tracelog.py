@@ -12,6 +12,7 @@ Limits: the bytes read across all files (decompressed: a small archive must not 
 record's payload; a file past the limit stops the import with a message that names the limit. Lines that are not
 records are counted and sampled, never fatal.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -23,8 +24,8 @@ import tarfile
 import zipfile
 from dataclasses import dataclass, field
 
-DEFAULT_MAX_BYTES = 2 * 1024 ** 3  # decompressed bytes read in one import
-DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024 ** 2  # one record's payload; longer ones are cut (and counted)
+DEFAULT_MAX_BYTES = 2 * 1024**3  # decompressed bytes read in one import
+DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024**2  # one record's payload; longer ones are cut (and counted)
 MALFORMED_SAMPLES = 20
 _RANK = re.compile(r"rank_(\d+)")
 _GZIP, _ZIP, _BZ2, _XZ = b"\x1f\x8b", b"PK\x03\x04", b"BZh", b"\xfd7zXZ"
@@ -59,9 +60,16 @@ class FileStats:
             self.malformed_samples.append({"line": line_number, "reason": reason, "text": text[:300]})
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "rank": self.rank, "bytes": self.bytes, "lines": self.lines,
-                "records": self.records, "malformed": self.malformed, "malformed_samples": self.malformed_samples,
-                "truncated_payloads": self.truncated_payloads}
+        return {
+            "name": self.name,
+            "rank": self.rank,
+            "bytes": self.bytes,
+            "lines": self.lines,
+            "records": self.records,
+            "malformed": self.malformed,
+            "malformed_samples": self.malformed_samples,
+            "truncated_payloads": self.truncated_payloads,
+        }
 
 
 @dataclass
@@ -82,8 +90,10 @@ class _Budget:
     def spend(self, count: int, name: str) -> None:
         self.used += count
         if self.used > self.limit:
-            raise TraceLogError(f"the log is larger than the import limit of {self.limit / 1024 ** 2:.0f} MiB "
-                                f"(decompressed; reached in {name}): upload one rank's log, or fewer ranks")
+            raise TraceLogError(
+                f"the log is larger than the import limit of {self.limit / 1024**2:.0f} MiB "
+                f"(decompressed; reached in {name}): upload one rank's log, or fewer ranks"
+            )
 
 
 def _kind(path: str) -> str:
@@ -126,8 +136,7 @@ def log_files(path: str, display_name: str | None = None) -> list[LogFile]:
         for info in archive.infolist():
             if info.is_dir() or _skipped(info.filename):
                 continue
-            files.append(LogFile(info.filename, _rank_of(info.filename),
-                                 lambda info=info: archive.open(info)))
+            files.append(LogFile(info.filename, _rank_of(info.filename), lambda info=info: archive.open(info)))
     else:
         try:
             archive = tarfile.open(path, "r:*")
@@ -135,14 +144,15 @@ def log_files(path: str, display_name: str | None = None) -> list[LogFile]:
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise TraceLogError(f"the tar file is damaged: {exc}") from None
         for member in members:  # regular files only: links in an archive point nowhere we read
-            files.append(LogFile(member.name, _rank_of(member.name),
-                                 lambda member=member: archive.extractfile(member)))
+            files.append(LogFile(member.name, _rank_of(member.name), lambda member=member: archive.extractfile(member)))
     if not files:
         raise TraceLogError("the archive holds no file: zip or tar one folder with one log per rank")
     folders = {os.path.dirname(f.name) for f in files}
     if len(folders) > 1:
-        raise TraceLogError(f"the archive holds logs in {len(folders)} folders ({', '.join(sorted(folders)[:4])}): "
-                            "zip or tar one folder with one log per rank")
+        raise TraceLogError(
+            f"the archive holds logs in {len(folders)} folders ({', '.join(sorted(folders)[:4])}): "
+            "zip or tar one folder with one log per rank"
+        )
     ranks = [f.rank for f in files if f.rank is not None]
     if len(ranks) != len(set(ranks)):
         raise TraceLogError("the archive holds two logs for the same rank: keep one log per rank")
@@ -181,11 +191,10 @@ def records(log: LogFile, stats: FileStats, budget: _Budget, limits: Limits):
             start = line.find("] {")
             if start < 0:
                 if line.strip():
-                    stats.note_malformed(number, "not a structured-trace record (no '] {' after the log prefix)",
-                                         line)
+                    stats.note_malformed(number, "not a structured-trace record (no '] {' after the log prefix)", line)
                 continue
             try:
-                parsed = json.loads(line[start + 2:])
+                parsed = json.loads(line[start + 2 :])
             except ValueError as exc:
                 stats.note_malformed(number, f"the record's JSON does not parse: {exc}", line)
                 continue

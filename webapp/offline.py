@@ -10,6 +10,7 @@ every graph and the provenance inlined as data: URLs, so it works opened from di
 - The Content-Security-Policy (sent as a header and as a <meta>, which is what applies on disk) allows the inline
   scripts by hash, data: fetches and a blob: worker: no request to any server can be made.
 """
+
 from __future__ import annotations
 
 import base64
@@ -51,8 +52,10 @@ def _bundle(entry: str) -> str:
         source = _EXPORT.sub(lambda m: f"{m['kind']} {m['name']}", source)
         source = _IMPORT.sub(lambda m: f"const {{{m['names']}}} = {_var(m['file'])};", source)
         if name == "graph-view":
-            worker = (f'new Worker(URL.createObjectURL(new Blob([document.getElementById("{WORKER_ELEMENT}")'
-                      '.textContent], { type: "text/javascript" })))')
+            worker = (
+                f'new Worker(URL.createObjectURL(new Blob([document.getElementById("{WORKER_ELEMENT}")'
+                '.textContent], { type: "text/javascript" })))'
+            )
             source, count = _WORKER.subn(worker, source)
             if count != 1:
                 raise BundleError("static/js/graph-view.js no longer starts its worker as the bundler expects")
@@ -94,11 +97,18 @@ def csp_hash(script: str) -> str:
 
 
 def content_security_policy(scripts: list[str]) -> str:
-    return "; ".join([
-        "default-src 'none'", "script-src " + " ".join(csp_hash(s) for s in scripts),
-        "style-src 'unsafe-inline'", "img-src data:", "connect-src data:", "worker-src blob:", "base-uri 'none'",
-        "form-action 'none'",
-    ])
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "script-src " + " ".join(csp_hash(s) for s in scripts),
+            "style-src 'unsafe-inline'",
+            "img-src data:",
+            "connect-src data:",
+            "worker-src blob:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
 
 
 def data_url(text: str, mimetype: str = "application/json") -> str:
@@ -115,8 +125,14 @@ def inline_links(html: str, slug: str, graph_text) -> str:
         return f'data-graph-url="{data_url(text) if text is not None else ""}"'
 
     html = re.sub(rf'data-graph-url="{re.escape(prefix)}/graphs/(?P<id>[\w-]+)\.json"', graph, html)
-    html = re.sub(rf'href="{re.escape(prefix)}(?:/(?:overview|dynamo|aot|inductor|runtime))?(?P<fragment>#[^"]*)"',
-                  lambda m: f'href="{m["fragment"]}"', html)
-    html = re.sub(rf'href="{re.escape(prefix)}/(?P<tab>overview|dynamo|aot|inductor|runtime)"',
-                  lambda m: f'href="#tab-{m["tab"]}"', html)
+    html = re.sub(
+        rf'href="{re.escape(prefix)}(?:/(?:overview|dynamo|aot|inductor|runtime))?(?P<fragment>#[^"]*)"',
+        lambda m: f'href="{m["fragment"]}"',
+        html,
+    )
+    html = re.sub(
+        rf'href="{re.escape(prefix)}/(?P<tab>overview|dynamo|aot|inductor|runtime)"',
+        lambda m: f'href="#tab-{m["tab"]}"',
+        html,
+    )
     return html

@@ -3,6 +3,7 @@
 The log is untrusted data: it is parsed by engine.importjob in a child process with memory, CPU and time limits,
 never in this process and never in the web process.
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,9 @@ def import_trace(self, run_id: int) -> None:
         session.expunge(upload)  # the body is not needed again in this session
         del upload
         started = time.monotonic()
-        runstore.record_event(session, run_id, {"event": "stage", "stage": "load", "state": "started",
-                                                "elapsed_s": 0.0})
+        runstore.record_event(
+            session, run_id, {"event": "stage", "stage": "load", "state": "started", "elapsed_s": 0.0}
+        )
         limits = ImportLimits(time_limit_s=settings.job_time_limit_s, max_log_mb=settings.max_trace_expanded_mb)
         try:
             reports = run_import(log_path, os.path.join(job_dir, "out"), filename, limits)
@@ -54,13 +56,21 @@ def import_trace(self, run_id: int) -> None:
         except Exception:  # a bug of ours, shown as such
             log.exception("import %s failed", run.slug)
             runstore.drop_upload(session, run_id)
-            runstore.fail_run(session, session.get(type(run), run_id), "load", "internal",
-                              "pt2scope failed to import the log:\n" + traceback.format_exc(limit=5))
+            runstore.fail_run(
+                session,
+                session.get(type(run), run_id),
+                "load",
+                "internal",
+                "pt2scope failed to import the log:\n" + traceback.format_exc(limit=5),
+            )
             return
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)
         seconds = round(time.monotonic() - started, 3)
-        runstore.record_event(session, run_id, {"event": "stage", "stage": "load", "state": "finished",
-                                                "elapsed_s": seconds, "seconds": seconds})
+        runstore.record_event(
+            session,
+            run_id,
+            {"event": "stage", "stage": "load", "state": "finished", "elapsed_s": seconds, "seconds": seconds},
+        )
         runstore.store_import(session, run_id, reports)
     start_spare(limits)  # the next upload's child loads torch now, while this worker waits

@@ -1,5 +1,6 @@
 """Bring your own job, as its user does it in the browser: upload a TORCH_TRACE archive of two ranks (the site's
 real worker imports it), pick a rank; compare two reports; download a report as one file and read it offline."""
+
 import os
 import re
 import zipfile
@@ -75,7 +76,7 @@ def test_the_offline_file_works_from_disk_without_any_request(site, sample_runs,
         page.locator("#export").click()
     path = tmp_path / "seed.html"
     download.value.save_as(path)
-    assert path.stat().st_size < 3 * 1024 ** 2
+    assert path.stat().st_size < 3 * 1024**2
 
     context = browser.new_context()
     requests, problems = [], []

@@ -1,5 +1,6 @@
 """Importing TORCH_TRACE logs: recorded ones (H200, torch 2.11: tests/fixtures/traces-h200-torch2.11) and one made
 here with this machine's torch (tests/engine/trace_job.py run with TORCH_TRACE), plus hostile and odd uploads."""
+
 import gzip
 import io
 import json
@@ -46,9 +47,11 @@ def fresh_log(tmp_path_factory):
 
 # --- printed graph code -> nodes ----------------------------------------------------------------------------------
 
+
 def test_printed_graphs_read_back_as_the_live_serializer_sees_them():
     """PyTorch is the oracle: each graph Dynamo and AOTAutograd hand a backend, serialized from its live nodes,
     against the same graph parsed from the code print_readable printed (what a TORCH_TRACE log holds)."""
+
     class M(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -70,7 +73,8 @@ def test_printed_graphs_read_back_as_the_live_serializer_sees_them():
 
     torch._dynamo.reset()
     torch.compile(M(), backend=aot_autograd(fw_compiler=record, bw_compiler=record))(
-        torch.randn(3, 4, requires_grad=True))[0].sum().backward()
+        torch.randn(3, 4, requires_grad=True)
+    )[0].sum().backward()
     torch._dynamo.reset()
     torch.compile(M(), backend=record)(torch.randn(3, 4))
     assert len(graphs) == 3  # forward, backward, Dynamo
@@ -86,13 +90,14 @@ def test_printed_graphs_read_back_as_the_live_serializer_sees_them():
 
 
 def test_annotations_give_shape_and_dtype():
-    assert value_meta('bf16[64, s0, 4096][524288, 4096, 1]cuda:0') == ([64, "s0", 4096], "bfloat16")
-    assert value_meta('i64[]') == ([], "int64")
-    assert value_meta('Sym(s0)') == (None, "SymInt")
+    assert value_meta("bf16[64, s0, 4096][524288, 4096, 1]cuda:0") == ([64, "s0", 4096], "bfloat16")
+    assert value_meta("i64[]") == ([], "int64")
+    assert value_meta("Sym(s0)") == (None, "SymInt")
     assert value_meta(None) == (None, None)
 
 
 # --- recorded torch 2.11 logs --------------------------------------------------------------------------------------
+
 
 def test_training_log_has_every_stage_of_a_pasted_run():
     (report,) = import_trace(recorded("mlp_train_bf16"))
@@ -113,8 +118,11 @@ def test_training_log_has_every_stage_of_a_pasted_run():
     # Post-grad nodes point at the kernel they became, the kernel back at the user's line.
     gelu_kernel = next(k for k in kernels if k["name"] == "triton_poi_fused_gelu_view_0")
     fwd = report["inductor"]["post_grad_graphs"][0]
-    assert {n["name"] for n in fwd["nodes"] if n["marks"]["kernel"] == gelu_kernel["name"]} == set(
-        gelu_kernel["post_grad_nodes"]) >= {"erf", "mul_1"}
+    assert (
+        {n["name"] for n in fwd["nodes"] if n["marks"]["kernel"] == gelu_kernel["name"]}
+        == set(gelu_kernel["post_grad_nodes"])
+        >= {"erf", "mul_1"}
+    )
     assert [line["line"] for line in gelu_kernel["source_lines"]] == [5]
     assert report["runtime"]["compile_seconds"]["total"] > 0
     assert [m["compile_id"] for m in report["runtime"]["compile_metrics"]] == ["0/0"]
@@ -143,6 +151,7 @@ def test_graph_breaks_recompiles_and_guards_from_recorded_logs():
 
 # --- a log made here, by this torch ---------------------------------------------------------------------------------
 
+
 def test_fresh_log_from_this_torch(fresh_log):
     (report,) = import_trace(str(fresh_log))
     assert report["environment"]["torch_version"] == torch.__version__
@@ -169,8 +178,10 @@ def test_fresh_log_from_this_torch(fresh_log):
 
 def test_unknown_event_kinds_are_kept_and_listed(fresh_log, tmp_path):
     text = fresh_log.read_text()
-    odd = ('V1201 07:00:00.000000 1 torch/x.py:1] {"brand_new_event": {"x": 1}, "frame_id": 0, '
-           '"frame_compile_id": 0, "attempt": 0, "has_payload": "ab"}\n\tline one\n\tline two\n')
+    odd = (
+        'V1201 07:00:00.000000 1 torch/x.py:1] {"brand_new_event": {"x": 1}, "frame_id": 0, '
+        '"frame_compile_id": 0, "attempt": 0, "has_payload": "ab"}\n\tline one\n\tline two\n'
+    )
     path = tmp_path / "odd.log"
     path.write_text(text + odd + "not a record at all\n" + 'V1201 07:00:00.000000 1 x.py:1] {"broken json\n')
     (report,) = import_trace(str(path))
@@ -179,11 +190,14 @@ def test_unknown_event_kinds_are_kept_and_listed(fresh_log, tmp_path):
     assert unknown["samples"][0]["payload"] == "line one\nline two\n" and unknown["samples"][0]["compile_id"] == "0/0"
     stats = report["trace_import"]["file"]
     assert stats["malformed"] == 2 and [s["line"] for s in stats["malformed_samples"]] == [
-        text.count("\n") + 4, text.count("\n") + 5]
+        text.count("\n") + 4,
+        text.count("\n") + 5,
+    ]
     assert len(report["dynamo"]["graphs"]) == len(import_trace(str(fresh_log))[0]["dynamo"]["graphs"])
 
 
 # --- uploads: compressed, archives of ranks, limits, garbage -------------------------------------------------------
+
 
 def test_gz_and_archives_of_ranks_with_differing_ranks_flagged(tmp_path):
     seed, other = (open(recorded(n), "rb").read() for n in ("seed_default", "graph_break"))
@@ -217,9 +231,9 @@ def test_limits_and_garbage_give_clear_errors(tmp_path):
     with pytest.raises(TraceLogError, match="larger than the import limit of 0 MiB"):
         import_trace(recorded("seed_default"), limits=Limits(max_bytes=1000))
     bomb = tmp_path / "bomb.gz"
-    bomb.write_bytes(gzip.compress(b"\n" * (20 * 1024 ** 2)))
+    bomb.write_bytes(gzip.compress(b"\n" * (20 * 1024**2)))
     with pytest.raises(TraceLogError, match="import limit"):
-        import_trace(str(bomb), limits=Limits(max_bytes=1024 ** 2))
+        import_trace(str(bomb), limits=Limits(max_bytes=1024**2))
     garbage = tmp_path / "notes.txt"
     garbage.write_bytes(b"\x00\xff hello\nworld\n")
     with pytest.raises(TraceLogError, match="holds no structured-trace record in 2 line"):
@@ -261,16 +275,30 @@ def test_cli_import_writes_one_report_per_rank(tmp_path):
         for rank in (0, 1):
             z.write(recorded("seed_default"), f"t/dedicated_log_torch_trace_rank_{rank}_a.log")
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "engine", "import", str(archive), "--out", str(out)],
-                          capture_output=True, text=True, cwd=os.path.join(HERE, "..", ".."), timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "import", str(archive), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=os.path.join(HERE, "..", ".."),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(os.listdir(out)) == ["report.json", "report.rank1.json"]
     assert json.loads((out / "report.rank1.json").read_text())["trace_import"]["rank"] == 1
     assert "kernel(s)" in done.stdout
 
 
-@pytest.mark.parametrize("name", ["seed_default", "seed_reduce_overhead", "mlp_train_bf16", "graph_break",
-                                  "recompile", "input_mutation_cudagraph_skip"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "seed_default",
+        "seed_reduce_overhead",
+        "mlp_train_bf16",
+        "graph_break",
+        "recompile",
+        "input_mutation_cudagraph_skip",
+    ],
+)
 def test_every_recorded_log_imports_as_a_valid_report(name):
     (report,) = import_trace(recorded(name))
     checked = checked_report(report)  # the contract the parent and storage hold every report to

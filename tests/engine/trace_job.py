@@ -1,5 +1,6 @@
 """A small job run with TORCH_TRACE by tests/engine/test_trace_import.py (and bench/trace_import.py): one graph
 break under backend="eager", a training step under "aot_eager", a recompile, and one Inductor compile."""
+
 import torch
 import torch.nn.functional as F
 

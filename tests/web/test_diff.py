@@ -1,4 +1,5 @@
 """contract/diff.py on real reports (tests/fixtures/reports) and on small graphs where the answer is known."""
+
 import copy
 import json
 import os
@@ -14,17 +15,31 @@ def report(name):
 
 
 def node(name, target, line, shape=(4,), args=(), op="call_function"):
-    return {"name": name, "op": op, "target": target, "file": "/job/model.py", "line": line, "shape": list(shape),
-            "dtype": "float32", "args": list(args)}
+    return {
+        "name": name,
+        "op": op,
+        "target": target,
+        "file": "/job/model.py",
+        "line": line,
+        "shape": list(shape),
+        "dtype": "float32",
+        "args": list(args),
+    }
 
 
 def test_nodes_match_by_what_they_compute_not_by_name():
-    a = [node("x", "x", None, op="placeholder"), node("sin", "torch.sin", 3, args=["x"]),
-         node("mul", "_operator.mul", 4, args=["sin", "sin"])]
+    a = [
+        node("x", "x", None, op="placeholder"),
+        node("sin", "torch.sin", 3, args=["x"]),
+        node("mul", "_operator.mul", 4, args=["sin", "sin"]),
+    ]
     # B inserts a cos before: every later FX name shifts (mul -> mul_1), and mul's shape changes.
-    b = [node("x", "x", None, op="placeholder"), node("cos", "torch.cos", 2, args=["x"]),
-         node("sin_1", "torch.sin", 3, args=["x"]), node("mul_1", "_operator.mul", 4, shape=(8,),
-                                                          args=["sin_1", "cos"])]
+    b = [
+        node("x", "x", None, op="placeholder"),
+        node("cos", "torch.cos", 2, args=["x"]),
+        node("sin_1", "torch.sin", 3, args=["x"]),
+        node("mul_1", "_operator.mul", 4, shape=(8,), args=["sin_1", "cos"]),
+    ]
     result = diff_nodes(a, b)
     assert [n["name"] for n in result["added"]] == ["cos"] and result["removed"] == []
     (changed,) = result["changed"]
@@ -47,18 +62,23 @@ def test_seed_against_graph_break_example():
     seed, broken = report("seed"), report("graph_break")
     result = compare(seed, broken)
     summary = {row["metric"]: row for row in result["summary"]}
-    assert summary["graph_breaks"]["a"] == 0 and summary["graph_breaks"]["b"] == broken["dynamo"]["summary"][
-        "graph_break_count"] and summary["graph_breaks"]["delta"] == summary["graph_breaks"]["b"]
+    assert (
+        summary["graph_breaks"]["a"] == 0
+        and summary["graph_breaks"]["b"] == broken["dynamo"]["summary"]["graph_break_count"]
+        and summary["graph_breaks"]["delta"] == summary["graph_breaks"]["b"]
+    )
     assert summary["dynamo_graphs"]["b"] == len(broken["dynamo"]["graphs"])
     first = result["graphs"][0]
     assert first["stage"] == "dynamo" and not first["identical"]
     assert {n["target"] for n in first["removed"]} >= {"torch.sin", "torch.cos", "torch.tanh"}
     seconds = {row["stage"]: row for row in result["compile_seconds"]}
-    assert seconds["total"]["delta"] == round(broken["runtime"]["compile_seconds"]["total"]
-                                              - seed["runtime"]["compile_seconds"]["total"], 6)
+    assert seconds["total"]["delta"] == round(
+        broken["runtime"]["compile_seconds"]["total"] - seed["runtime"]["compile_seconds"]["total"], 6
+    )
     benchmarks = {row["config"]: row for row in result["benchmarks"]}
-    assert benchmarks["eager"]["a_median_ms"] == next(b["median_ms"] for b in seed["runtime"]["benchmarks"]
-                                                      if b["config"] == "eager")
+    assert benchmarks["eager"]["a_median_ms"] == next(
+        b["median_ms"] for b in seed["runtime"]["benchmarks"] if b["config"] == "eager"
+    )
 
 
 def test_cpu_and_gpu_seed_kernels_are_matched_with_a_source_diff():

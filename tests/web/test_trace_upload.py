@@ -1,5 +1,6 @@
 """Uploading a TORCH_TRACE log without a worker: POST /api/traces and the /import form queue an import (the log is
 stored, never parsed, by the web process), with a size limit that says so; the diff API's answers."""
+
 import io
 import json
 import os
@@ -34,16 +35,16 @@ def test_api_queues_an_import_and_answers_like_runs(client, db, broker_messages)
 def test_uploads_past_the_limit_or_without_a_file_are_refused_with_a_reason(tmp_path, broker_messages):
     settings = make_settings(tmp_path, max_trace_mb=1)
     client = create_app(settings).test_client()
-    response = upload(client, b"x" * (2 * 1024 ** 2))
+    response = upload(client, b"x" * (2 * 1024**2))
     assert response.status_code == 413
     assert "larger than 1 MiB, the upload limit: gzip it" in response.get_json()["errors"]["trace"]
-    response = upload(client, b"x" * (1024 ** 2 + 10))  # within the request envelope, over the file limit
+    response = upload(client, b"x" * (1024**2 + 10))  # within the request envelope, over the file limit
     assert response.status_code == 413 and "1 MiB" in response.get_json()["errors"]["trace"]
     response = client.post("/api/traces", data={}, content_type="multipart/form-data")
     assert response.status_code == 400 and "Choose a file" in response.get_json()["errors"]["trace"]
     assert upload(client, b"").status_code == 400
     # The app's own limit (for code) still holds everywhere else.
-    assert client.post("/api/runs", data=b"x" * (2 * 1024 ** 2), content_type="application/json").status_code == 413
+    assert client.post("/api/runs", data=b"x" * (2 * 1024**2), content_type="application/json").status_code == 413
     assert broker_messages() == 0
 
 
@@ -63,8 +64,16 @@ def test_diff_api_and_compare_box(client, db):
         report = json.load(f)
     slugs = []
     for _ in range(2):
-        run = runstore.create_run(db, runstore.Submission(code=report["source"]["code"], filename="seed.py",
-                                                          device="cpu", train=None, configs=report["request"]["configs"]))
+        run = runstore.create_run(
+            db,
+            runstore.Submission(
+                code=report["source"]["code"],
+                filename="seed.py",
+                device="cpu",
+                train=None,
+                configs=report["request"]["configs"],
+            ),
+        )
         runstore.store_report(db, run.id, report)
         slugs.append(run.slug)
     body = client.get(f"/api/diff/{slugs[0]}/{slugs[1]}").get_json()

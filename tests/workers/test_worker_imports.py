@@ -1,5 +1,6 @@
 """A real worker importing TORCH_TRACE uploads (the embedded default: SQLite, its broker): a log of two ranks
 becomes two runs, a file that is no log a failed run that says why; the upload is gone either way."""
+
 import io
 import os
 import zipfile
@@ -13,8 +14,9 @@ TRACES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "traces-h200-
 
 
 def post(client, data: bytes, name: str):
-    return client.post("/api/traces", data={"trace": (io.BytesIO(data), name)},
-                       content_type="multipart/form-data").get_json()
+    return client.post(
+        "/api/traces", data={"trace": (io.BytesIO(data), name)}, content_type="multipart/form-data"
+    ).get_json()
 
 
 def test_an_archive_of_ranks_becomes_one_run_per_rank(sqlite_site):

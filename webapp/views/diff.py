@@ -1,5 +1,6 @@
 """Compare two runs: /diff/<a>/<b> side by side, GET /api/diff/<a>/<b> as JSON (contract/diff.py does the work),
 and /r/<slug>/compare?with=<link or id>, where a report's "Compare with..." box sends its reader."""
+
 from __future__ import annotations
 
 import re
@@ -19,21 +20,34 @@ _SLUG_IN_LINK = re.compile(r"/(?:r|diff/[^/]+)/(?P<slug>[A-Za-z0-9_-]{8,32})")
 
 def _run(slug: str) -> Run | None:
     run = runstore.get_run(context.session(), slug)
-    return run if run is not None and run.status in FINISHED_STATUSES and \
-        runstore.has_report(context.session(), run) else None
+    return (
+        run
+        if run is not None and run.status in FINISHED_STATUSES and runstore.has_report(context.session(), run)
+        else None
+    )
 
 
 def run_meta(run: Run, environment: dict) -> dict:
-    return {"id": run.slug, "filename": run.filename, "kind": run.kind, "rank": run.rank, "device": run.device,
-            "configs": run.configs, "torch_version": environment.get("torch_version"),
-            "url": url_for("pages.report", slug=run.slug, _external=True)}
+    return {
+        "id": run.slug,
+        "filename": run.filename,
+        "kind": run.kind,
+        "rank": run.rank,
+        "device": run.device,
+        "configs": run.configs,
+        "torch_version": environment.get("torch_version"),
+        "url": url_for("pages.report", slug=run.slug, _external=True),
+    }
 
 
 def comparison(run_a: Run, run_b: Run) -> dict:
     session = context.session()
     a, b = (runstore.load_sections(session, run, SECTIONS) for run in (run_a, run_b))
-    return {"a": run_meta(run_a, a.get("environment") or {}), "b": run_meta(run_b, b.get("environment") or {}),
-            **compare(a, b)}
+    return {
+        "a": run_meta(run_a, a.get("environment") or {}),
+        "b": run_meta(run_b, b.get("environment") or {}),
+        **compare(a, b),
+    }
 
 
 @bp.get("/diff/<a>/<b>")
@@ -62,6 +76,5 @@ def compare_form(slug: str):
     match = _SLUG_IN_LINK.search(other)
     other_slug = match["slug"] if match else other.strip("/")
     if not re.fullmatch(r"[A-Za-z0-9_-]{8,32}", other_slug or ""):
-        return render_template("diff.html", error="Paste another report's link (…/r/<id>) or its id.",
-                               result=None), 400
+        return render_template("diff.html", error="Paste another report's link (…/r/<id>) or its id.", result=None), 400
     return redirect(url_for("diff.diff_page", a=slug, b=other_slug), code=303)

@@ -1,4 +1,5 @@
 """/r/<slug>/export.html: the whole report as one file that works offline (webapp/offline.py says how)."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,19 @@ def _tab_html(run: Run, tab: str, sections: dict, renderer: Renderer) -> str:
     if not stage:
         return '<p class="none">This stage recorded nothing for this run.</p>'
     other_fields = {key: value for key, value in stage.items() if key not in DRAWN_FIELDS.get(tab, ())}
-    return render_template(f"report/{tab}.html", run=run, tab=tab, sections=sections, stage=stage,
-                           other_fields=other_fields, renderer=renderer, view=reportview, listing=listing,
-                           title_of=title_of, device_name=(run.environment or {}).get("device_name"))
+    return render_template(
+        f"report/{tab}.html",
+        run=run,
+        tab=tab,
+        sections=sections,
+        stage=stage,
+        other_fields=other_fields,
+        renderer=renderer,
+        view=reportview,
+        listing=listing,
+        title_of=title_of,
+        device_name=(run.environment or {}).get("device_name"),
+    )
 
 
 @bp.get("/r/<slug>/export.html")
@@ -37,11 +48,19 @@ def export_html(slug: str):
     wanted = [*STAGE_TABS, *{s for extra in EXTRA_SECTIONS.values() for s in extra}]
     sections = runstore.load_sections(session, run, wanted, outlines=True)
     overview = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
-    trace_import = runstore.load_sections(session, run, ["trace_import"]).get("trace_import") \
-        if run.kind == IMPORT else None
-    tabs = {tab: Markup(offline.inline_links(_tab_html(run, tab, sections, renderer), run.slug,
-                                             lambda graph_id: runstore.graph_json_text(session, run, graph_id)))
-            for tab in STAGE_TABS}
+    trace_import = (
+        runstore.load_sections(session, run, ["trace_import"]).get("trace_import") if run.kind == IMPORT else None
+    )
+    tabs = {
+        tab: Markup(
+            offline.inline_links(
+                _tab_html(run, tab, sections, renderer),
+                run.slug,
+                lambda graph_id: runstore.graph_json_text(session, run, graph_id),
+            )
+        )
+        for tab in STAGE_TABS
+    }
     full = runstore.load_sections(session, run, ["dynamo", "aot", "inductor"])
     provenance = offline.data_url(json.dumps(reportview.provenance(full, run.filename)))
     has_chart = any('class="chart"' in html for html in tabs.values())
@@ -50,15 +69,33 @@ def export_html(slug: str):
         scripts.update(plotly=offline.plotly_source(), charts=offline.script_file("charts.js"))
     csp = offline.content_security_policy(list(scripts.values()))
     html = render_template(
-        "export.html", run=run, tabs=tabs, tab_labels=TABS, overview=overview, renderer=renderer, title_of=title_of,
-        css=Markup(_read_css()), highlight_css=Markup(stylesheet()), csp=csp, provenance_url=provenance,
-        source_listing=listing(run.code, "L"), trace_import=trace_import, exported_at=runstore.iso(utcnow()),
+        "export.html",
+        run=run,
+        tabs=tabs,
+        tab_labels=TABS,
+        overview=overview,
+        renderer=renderer,
+        title_of=title_of,
+        css=Markup(_read_css()),
+        highlight_css=Markup(stylesheet()),
+        csp=csp,
+        provenance_url=provenance,
+        source_listing=listing(run.code, "L"),
+        trace_import=trace_import,
+        exported_at=runstore.iso(utcnow()),
         scripts={name: Markup(text) for name, text in scripts.items()},
-        worker=Markup(offline.worker_source()), worker_element=offline.WORKER_ELEMENT)
+        worker=Markup(offline.worker_source()),
+        worker_element=offline.WORKER_ELEMENT,
+    )
     html = offline.inline_links(html, run.slug, lambda graph_id: runstore.graph_json_text(session, run, graph_id))
-    return Response(html, mimetype="text/html", headers={
-        "Content-Security-Policy": csp,
-        "Content-Disposition": f'attachment; filename="pt2scope-{run.filename.rsplit(".", 1)[0]}-{run.slug}.html"'})
+    return Response(
+        html,
+        mimetype="text/html",
+        headers={
+            "Content-Security-Policy": csp,
+            "Content-Disposition": f'attachment; filename="pt2scope-{run.filename.rsplit(".", 1)[0]}-{run.slug}.html"',
+        },
+    )
 
 
 def _read_css() -> str:

@@ -3,6 +3,7 @@
 The web process only checks the upload's size and stores it; a worker imports it (workers/imports.py) in a
 limited child process. The log is never parsed here.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,28 +30,32 @@ UPLOAD_ENDPOINTS = ("traces.import_upload", "api.create_trace_import")
 
 
 def too_large_message() -> str:
-    return (f"The log is larger than {context.settings().max_trace_mb} MiB, the upload limit: gzip it (logs shrink "
-            "about tenfold), or upload fewer ranks.")
+    return (
+        f"The log is larger than {context.settings().max_trace_mb} MiB, the upload limit: gzip it (logs shrink "
+        "about tenfold), or upload fewer ranks."
+    )
 
 
 def allow_trace_upload() -> None:
     """Before any other request hook (the CSRF check reads the form): an upload endpoint may take a log, every
     other request keeps the app's limit, which is sized for code."""
     if request.endpoint in UPLOAD_ENDPOINTS:
-        request.max_content_length = context.settings().max_trace_mb * 1024 ** 2 + FORM_OVERHEAD_BYTES
+        request.max_content_length = context.settings().max_trace_mb * 1024**2 + FORM_OVERHEAD_BYTES
 
 
 def _read_upload() -> tuple[str, bytes]:
     """The uploaded file's name and bytes, within the trace size limit (raises UploadError)."""
-    limit = context.settings().max_trace_mb * 1024 ** 2
+    limit = context.settings().max_trace_mb * 1024**2
     too_large = UploadError(too_large_message(), 413)
     try:
         upload = request.files.get("trace")
     except RequestEntityTooLarge:
         raise too_large from None
     if upload is None or not upload.filename:
-        raise UploadError("Choose a file: the log TORCH_TRACE=DIR wrote (DIR/dedicated_log_torch_trace_*.log), "
-                          f"or DIR as one archive ({ACCEPTED}).")
+        raise UploadError(
+            "Choose a file: the log TORCH_TRACE=DIR wrote (DIR/dedicated_log_torch_trace_*.log), "
+            f"or DIR as one archive ({ACCEPTED})."
+        )
     body = upload.read(limit + 1)
     if len(body) > limit:
         raise too_large
@@ -81,12 +86,16 @@ def import_upload():
     try:
         filename, body = _read_upload()
     except UploadError as exc:
-        return render_template("import.html", error=str(exc), max_mb=settings.max_trace_mb,
-                               accepted=ACCEPTED), exc.status
+        return render_template(
+            "import.html", error=str(exc), max_mb=settings.max_trace_mb, accepted=ACCEPTED
+        ), exc.status
     limited = security.rate_limited()
     if limited:
-        return render_template("import.html", error=limited[0], max_mb=settings.max_trace_mb,
-                               accepted=ACCEPTED), 429, {"Retry-After": str(limited[1])}
+        return (
+            render_template("import.html", error=limited[0], max_mb=settings.max_trace_mb, accepted=ACCEPTED),
+            429,
+            {"Retry-After": str(limited[1])},
+        )
     run = _create(filename, body)
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
@@ -102,7 +111,10 @@ def create_trace_import():
     if limited:
         return jsonify(errors={"rate_limit": limited[0]}), 429, {"Retry-After": str(limited[1])}
     run = _create(filename, body)
-    return jsonify(id=run.slug, url=url_for("pages.report", slug=run.slug, _external=True),
-                   status_url=url_for("api.get_run", slug=run.slug, _external=True),
-                   report_url=url_for("api.get_report", slug=run.slug, _external=True),
-                   status=run.status), 202
+    return jsonify(
+        id=run.slug,
+        url=url_for("pages.report", slug=run.slug, _external=True),
+        status_url=url_for("api.get_run", slug=run.slug, _external=True),
+        report_url=url_for("api.get_report", slug=run.slug, _external=True),
+        status=run.status,
+    ), 202
