@@ -840,7 +840,8 @@ class IsolationLimits(Model):
 
 
 class IsolationEnforcement(Model):
-    """What enforces each limit: `"RLIMIT_CPU"`, `"parent (wall clock)"`, `"not enforced ..."`."""
+    """What enforced each limit in this job: `"RLIMIT_CPU"`, `"parent (wall clock)"`, `"cgroup v1 pids.max (the
+    whole job)"`, `"tmpfs size of the job folder (kernel)"`, `"parent watchdog ..."`, `"not enforced ..."`."""
 
     time_limit_s: str | None = None
     cpu_time_limit_s: str | None = None
@@ -858,6 +859,8 @@ class Isolation(Model):
     network: str | None = None
     filesystem: str | None = None
     user: str | None = None
+    seccomp: str | None = None
+    """what the seccomp filter denies (namespaces, mounts, keyrings, ...), or `none`"""
     shared_pch: bool | None = None
     """the trusted precompiled header was bound read-only"""
     limits: IsolationLimits = Field(default_factory=IsolationLimits)

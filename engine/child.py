@@ -6,6 +6,7 @@ JOB_DIR/report.json.partial after each stage (so a crash keeps what was done) an
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sys
@@ -28,6 +29,10 @@ class Job:
         self.stage = "load"
         self.state = SimpleNamespace()  # what each stage leaves for the later ones (engine.child.pipeline)
         self._begun: dict[str, float] = {}
+        dump_at = os.environ.get("PT2SCOPE_STACK_DUMP_AT")
+        if dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
+            self.stack_dump = open(os.path.join(job_dir, "stack-at-time-limit.txt"), "w")
+            faulthandler.dump_traceback_later(max(0.1, float(dump_at) - time.time()), file=self.stack_dump)
 
     def emit(self, event: dict) -> None:
         event.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))
@@ -100,7 +105,10 @@ def main(argv: list[str]) -> int:
         else:
             job.report = failed_report(job.request, job.stage, "internal_error", f"{type(exc).__name__}: {exc}",
                                        traceback_text=traceback.format_exc()[-8000:], partial=job.report)
-        job.emit({"event": "stage", "stage": job.stage, "state": "failed", "message": job.report["failure"]["message"]})
+        # Kind and message also by event: the parent still knows them if the report cannot be written (a full
+        # job folder).
+        job.emit({"event": "stage", "stage": job.stage, "state": "failed", "kind": job.report["failure"]["kind"],
+                  "message": job.report["failure"]["message"]})
     if os.getpid() != job_pid:
         os._exit(0)
     job.save()

@@ -10,26 +10,35 @@ untrusted data.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
+import secrets
 import select
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 
 from contract.limits import DEFAULT_LIMITS
 from contract.report import ReportError, checked_report
-from engine import sandbox
-from engine.report import STAGES, failed_report, parse_configs
+from engine import events, sandbox, seccomp
+from engine.jobgroup import JobGroup
+from engine.report import failed_report, new_error_id, parse_configs
 
 PROJECT_ROOT = sandbox.PROJECT_ROOT
 USER_OUTPUT_LIMIT = 64 * 1024  # bytes of the user's stdout/stderr kept in the report (the tail)
-MAX_EVENT_BYTES = 64 * 1024  # a longer progress line from the child is dropped: it is not ours
-MAX_EVENTS = 5000  # events forwarded per job; the rest are dropped (each one is a database row)
 OUTPUT_CHECK_INTERVAL_S = 0.25
+FULL_SPACE_BYTES = 1024 * 1024  # a tmpfs job folder with less free is full (a report needs more)
+EXIT_GRACE_S = 10.0  # after the child closed its event pipe, how long it may take to exit before it is killed
+STACK_DUMP_FILE = "stack-at-time-limit.txt"  # written by the child (faulthandler) just before the time limit
+STACK_DUMP_LEAD_S = 1.5
+STACK_FRAME = re.compile(r'File "([^"\n]*)", line (\d+)')
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -61,72 +70,140 @@ class JobRequest:
 
 
 def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
-            isolation: sandbox.Isolation | None = None) -> dict:
+            isolation: sandbox.Isolation | None = None, *, scratch: bool = False) -> dict:
     """Run ``request`` in a fresh child process; return the report (status "ok" or "failed").
 
-    ``on_event(event: dict)`` is called in this thread for every progress event as it arrives, e.g.
-    ``{"event": "stage", "stage": "dynamo", "state": "finished", "elapsed_s": 1.2, "seconds": 0.4}``.
-    ``isolation`` defaults to the environment's (PT2SCOPE_ISOLATION, default bubblewrap).
+    ``on_event(event: dict)`` is called in this thread for every progress event as it arrives (engine.events has
+    their schema), e.g. ``{"event": "stage", "stage": "dynamo", "state": "finished", "elapsed_s": 1.2,
+    "seconds": 0.4}``. If it raises, the job is killed at once and the report names the failure (kind
+    "internal_error", with an error id logged with the traceback). ``isolation`` defaults to the environment's
+    (PT2SCOPE_ISOLATION, default bubblewrap). ``scratch``: the folder is the job's alone and is removed when it
+    ends; it is then a size-limited tmpfs where the worker may mount one (a root worker).
+
+    Whatever happens, when this returns no process of the job runs any more, its descriptors are closed, its
+    cgroup and uid are given back (and with ``scratch`` its folder is gone).
     """
     request.validated()
     isolation = isolation or sandbox.Isolation.from_env()
     job_dir = os.path.abspath(job_dir or tempfile.mkdtemp(prefix="pt2scope-job-"))
-    sandbox.prepare_job_dir(job_dir, isolation)
+    with ExitStack() as cleanup:
+        if scratch:
+            cleanup.callback(sandbox.remove_job_dir, job_dir)
+        job_space = scratch and sandbox.mount_job_space(job_dir, request.output_limit_mb * 1024 * 1024)
+        lease = sandbox.UidLease.take() if isolation.mode == "bubblewrap" else sandbox.UidLease(None, None)
+        cleanup.callback(lease.release)  # after the group: callbacks run last-registered first
+        group = JobGroup(f"pt2scope-job-{os.getpid()}-{secrets.token_hex(4)}",
+                         None if request.memory_limit_mb is None else request.memory_limit_mb * 1024 * 1024,
+                         request.process_limit)
+        cleanup.callback(group.close)
+        return _run(request, job_dir, on_event, isolation, lease.uid, group, job_space, cleanup)
+
+
+def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolation, uid: int | None,
+         group: JobGroup, job_space: bool, cleanup: ExitStack) -> dict:
+    sandbox.prepare_job_dir(job_dir, isolation, uid)
     with open(os.path.join(job_dir, request.filename), "w") as f:
         f.write(request.code)
     with open(os.path.join(job_dir, "request.json"), "w") as f:
         json.dump(asdict(request), f)
 
     read_fd, write_fd = os.pipe()
+    cleanup.callback(os.close, read_fd)
+    sandboxed = isolation.mode == "bubblewrap"
+    status_read, status_write = os.pipe() if sandboxed else (None, None)
+    if sandboxed:
+        cleanup.callback(os.close, status_read)
+    seccomp_fd = seccomp.filter_fd() if sandboxed else None
     # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
     # the parent reads back is always the file it created (never a link the job planted).
-    out, err = (open(os.path.join(job_dir, f"{name}.txt"), "w+b") for name in ("stdout", "stderr"))
-    env = _child_env(job_dir, write_fd)
+    out, err = (cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b"))
+                for name in ("stdout", "stderr"))
+    env = _child_env(job_dir, write_fd, request)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            sandbox.child_command(isolation, request, job_dir, env), cwd=job_dir, env=env,
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err, pass_fds=(write_fd,),
+            sandbox.child_command(isolation, request, job_dir, env, uid, seccomp_fd, status_write), cwd=job_dir,
+            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            pass_fds=tuple(fd for fd in (write_fd, seccomp_fd, status_write) if fd is not None),
             start_new_session=True,  # own process group: a kill reaches every descendant
+            preexec_fn=group.join_in_child if group.enforced else None,
         )
     except OSError as exc:
-        os.close(read_fd)
-        out.close()
-        err.close()
         return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
     finally:
-        os.close(write_fd)
+        for fd in (write_fd, seccomp_fd, status_write):
+            if fd is not None:
+                os.close(fd)
+    group.started(proc.pid)
 
-    last_stage, killed_for = _pump_events(proc, read_fd, request, job_dir, started, on_event)
-    os.close(read_fd)
-    returncode = proc.wait()
-    _kill_group(proc.pid)  # stray grandchildren (compile workers) must not outlive the job
+    pump = _Pump(proc, read_fd, status_read, request, job_dir, started, on_event, group,
+                 watch_space=not job_space)
+    try:
+        pump.run()
+        pump._note_full_space()
+        if pump.killed_for is None and pump.failure is None and pump.exit_code is None:
+            try:  # the child closed its pipe: let bubblewrap pass its exit status on before anything is killed
+                proc.wait(timeout=EXIT_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        # Every process of the job, wherever it went (double forks, setsid daemons): the cgroup or, without one,
+        # the sandbox's PID namespace, whose init dies with bubblewrap (--die-with-parent) and takes it along.
+        _kill_group(proc.pid)
+        group.kill_all()
+        proc.wait()
+    returncode = proc.returncode if pump.exit_code is None else pump.exit_code
 
     request_dict = asdict(request)
     report_path = os.path.join(job_dir, "report.json")
+    stage = pump.last_stage
+    partial = _read_partial_report(report_path, request)
     try:
         report = _read_child_report(report_path, request)
     except ReportError as exc:
-        report = failed_report(request_dict, last_stage, "invalid_report", f"report from the job is invalid: {exc}")
-    if killed_for == "timeout":
-        report = failed_report(request_dict, last_stage, "timeout",
-                               f"time limit of {request.time_limit_s:g} s reached during stage '{last_stage}'; "
+        report = failed_report(request_dict, stage, "invalid_report", f"report from the job is invalid: {exc}")
+    if pump.failure is not None:
+        report = failed_report(request_dict, stage, *pump.failure, partial=partial)
+    elif pump.killed_for == "timeout":
+        file, line = _line_at_timeout(job_dir, request.filename)
+        where = f" at {file}:{line}" if line else ""
+        report = failed_report(request_dict, stage, "timeout",
+                               f"time limit of {request.time_limit_s:g} s reached during stage '{stage}'{where}; "
                                "the job was killed. Use smaller inputs or fewer configs.",
-                               partial=_read_partial_report(report_path, request))
-    elif killed_for == "output_limit":
-        report = failed_report(request_dict, last_stage, "output_limit",
-                               f"output limit of {request.output_limit_mb} MiB reached during stage '{last_stage}': "
+                               file=file if line else None, line=line, partial=partial)
+    elif pump.killed_for == "output_limit":
+        report = failed_report(request_dict, stage, "output_limit",
+                               f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': "
                                "the job's output and files grew past it, and the job was killed. Print less.",
-                               partial=_read_partial_report(report_path, request))
+                               partial=partial)
+    elif pump.killed_for == "memory" or group.counter("oom") > 0:  # the kernel killed a process of the job
+        report = failed_report(request_dict, stage, "memory", _memory_message(request, stage), partial=partial)
+    elif pump.failed_event and (report is None or report.get("status") not in ("ok", "failed")):
+        # The child knew why it failed but could not write its report (its folder was full): its event says.
+        report = failed_report(request_dict, stage, pump.failed_event["kind"],
+                               pump.failed_event.get("message", "") + " (the job could not write its report)",
+                               partial=partial)
+    elif pump.space_full and (report is None or report.get("status") not in ("ok", "failed")):
+        report = failed_report(request_dict, stage, "output_limit",
+                               f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': the "
+                               "job's folder was full (files it deleted but kept open count), so the job could not "
+                               "even write its report. Write less.", partial=partial)
     elif report is None or report.get("status") not in ("ok", "failed"):
         stderr_tail = _tail(err, 2000).decode("utf-8", "replace")
-        report = failed_report(request_dict, last_stage,
-                               *_describe_exit(returncode, request, isolation, last_stage, stderr_tail),
-                               partial=_read_partial_report(report_path, request))
+        report = failed_report(request_dict, stage,
+                               *_describe_exit(returncode, request, isolation, stage, stderr_tail, group),
+                               partial=partial)
+    failure = report.get("failure") or {}
+    if failure.get("kind") == "processes" and group.enforced and group.counter("pids_hit") == 0:
+        # The child saw a thread or fork fail, but the kernel refused none at the process limit: the address
+        # space it needed (each thread reserves a stack and a malloc arena) is what ran out.
+        failure.update(kind="memory", message=(
+            f"the job could not start another thread or process during stage '{stage}', although the process "
+            f"limit of {request.process_limit} was not reached: the memory limit of {request.memory_limit_mb} MiB "
+            f"address space per process ran out ({failure.get('message', '')[-200:]})"))
     report["user_output"] = _user_output(out, err)
-    out.close()
-    err.close()
-    report["isolation"] = sandbox.describe(isolation, request)
+    report["isolation"] = sandbox.describe(isolation, request, group=group.describe(), job_space=job_space,
+                                           seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None)
     report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
     return report
 
@@ -149,12 +226,12 @@ def warm_up_shared_pch(isolation: sandbox.Isolation) -> list[str]:
     return sandbox.warm_shared_pch(isolation, compile_in)
 
 
-def _child_env(job_dir: str, event_fd: int) -> dict:
+def _child_env(job_dir: str, event_fd: int, request: JobRequest) -> dict:
     """The child's whole environment: no secrets, database or broker URLs from the parent reach it."""
     keep = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CC", "CXX")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update({
-        "PATH": os.pathsep.join([os.path.dirname(os.path.abspath(sys.executable)), "/usr/local/bin", "/usr/bin",
+        "PATH": os.pathsep.join([os.path.dirname(sandbox.CHILD_PYTHON), "/usr/local/bin", "/usr/bin",
                                  "/bin"]),
         "HOME": job_dir,
         "USER": sandbox.JOB_USER,
@@ -168,61 +245,186 @@ def _child_env(job_dir: str, event_fd: int) -> dict:
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
         "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache"),
         "PT2SCOPE_EVENT_FD": str(event_fd),
+        # When the child dumps its stack (engine.child), so a timeout can name the user's line: just before the
+        # parent's time limit kills it.
+        "PT2SCOPE_STACK_DUMP_AT": f"{time.time() + request.time_limit_s - STACK_DUMP_LEAD_S:.3f}",
     })
     return env
 
 
-def _pump_events(proc, read_fd, request: JobRequest, job_dir: str, started: float, on_event):
-    """Forward the child's events until it ends, the time limit passes or its output outgrows the limit.
+class _Pump:
+    """Forward the child's events until it ends, a limit is reached or the caller's handler fails.
 
-    Returns (last stage, None | "timeout" | "output_limit"); on a limit the whole sandbox has been killed.
+    Afterwards ``last_stage`` is the stage the job was in; ``killed_for`` None, "timeout", "output_limit" or
+    "memory" (the watchdog's, without a cgroup); ``failure`` (kind, message) when ``on_event`` raised. On any of
+    those the whole job has been killed.
     """
-    deadline = started + request.time_limit_s
-    output_limit = request.output_limit_mb * 1024 * 1024
-    last_stage, buf, forwarded, checked_at = "load", b"", 0, 0.0
-    while True:
-        now = time.monotonic()
-        if now >= deadline:
-            _kill_group(proc.pid)
-            return last_stage, "timeout"
-        if now - checked_at >= OUTPUT_CHECK_INTERVAL_S:
-            checked_at = now
-            if _disk_usage(job_dir) > output_limit:
-                _kill_group(proc.pid)
-                return last_stage, "output_limit"
-            if proc.poll() is not None and not select.select([read_fd], [], [], 0)[0]:
-                return last_stage, None  # the child is gone; a process it left holding the pipe does not count
-        ready, _, _ = select.select([read_fd], [], [], min(deadline - now, OUTPUT_CHECK_INTERVAL_S))
-        if not ready:
-            continue
-        chunk = os.read(read_fd, 65536)
-        if not chunk:  # every writer closed: the child (and its descendants) exited
-            return last_stage, None
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        if len(buf) > MAX_EVENT_BYTES:
-            buf = b""
+
+    def __init__(self, proc, read_fd, status_fd, request: JobRequest, job_dir: str, started: float, on_event,
+                 group: JobGroup, watch_space: bool):
+        self.proc, self.read_fd, self.request, self.job_dir = proc, read_fd, request, job_dir
+        # bubblewrap's status (sandbox.child_command): the job's own process ended, with this exit status.
+        self.status_fd, self.status_buf, self.exit_code = status_fd, b"", None
+        self.deadline = started + request.time_limit_s
+        self.on_event, self.group, self.watch_space = on_event, group, watch_space
+        self.last_stage, self.killed_for, self.failure = "load", None, None
+        self.forwarded = self.forwarded_bytes = 0
+        self.capped = self.space_full = False
+        self.failed_event = None  # the child's own "failed" event, with the failure's kind and message
+
+    def run(self) -> None:
+        output_limit = self.request.output_limit_mb * 1024 * 1024
+        memory_limit = (None if self.group.enforced or self.request.memory_limit_mb is None
+                        else self.request.memory_limit_mb * 1024 * 1024)
+        buf, checked_at = b"", 0.0
+        while True:
+            now = time.monotonic()
+            if now >= self.deadline:
+                return self._kill("timeout")
+            if now - checked_at >= OUTPUT_CHECK_INTERVAL_S:
+                checked_at = now
+                if self.watch_space and _disk_usage(self.job_dir, self.group.pids()) > output_limit:
+                    return self._kill("output_limit")
+                self._note_full_space()
+                if memory_limit is not None and self.group.memory_used() > memory_limit:
+                    return self._kill("memory")
+                if self.proc.poll() is not None and not select.select([self.read_fd], [], [], 0)[0]:
+                    return  # the child is gone; a process it left holding the pipe does not count
+            readable = [self.read_fd] + ([self.status_fd] if self.status_fd is not None else [])
+            ready, _, _ = select.select(readable, [], [], min(self.deadline - now, OUTPUT_CHECK_INTERVAL_S))
+            if self.status_fd in ready and self._job_process_ended():
+                self._drain(buf)
+                return  # what it left behind (a fork bomb's copies, daemons) is killed by the caller
+            if self.read_fd not in ready:
+                continue
+            chunk = os.read(self.read_fd, 65536)
+            if not chunk:  # every writer closed: the child (and its descendants) exited
+                return
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            if len(buf) > events.MAX_LINE_BYTES:
+                buf = b""
+            for line in lines:
+                event = events.parse(line)
+                if event is None:
+                    continue
+                self._note(event)
+                if self.on_event and not self._forward(event):
+                    return
+
+    def _job_process_ended(self) -> bool:
+        chunk = os.read(self.status_fd, 4096)
+        if not chunk:
+            self.status_fd = None  # bubblewrap exited
+            return False
+        self.status_buf += chunk
+        *lines, self.status_buf = self.status_buf.split(b"\n")
         for line in lines:
             try:
-                event = json.loads(line) if len(line) <= MAX_EVENT_BYTES else None
-            except (ValueError, RecursionError):
+                status = json.loads(line)
+            except ValueError:
                 continue
-            if not isinstance(event, dict):
-                continue
-            if event.get("event") == "stage" and event.get("stage") in STAGES:
-                last_stage = event["stage"]
-            if on_event and forwarded < MAX_EVENTS:
-                forwarded += 1
-                on_event(event)
+            if isinstance(status, dict) and isinstance(status.get("exit-code"), int):
+                self.exit_code = status["exit-code"]
+        return self.exit_code is not None
+
+    def _drain(self, buf: bytes) -> None:
+        """The events the job's process wrote before it ended (still in the pipe)."""
+        while select.select([self.read_fd], [], [], 0)[0]:
+            chunk = os.read(self.read_fd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            if len(buf) > 4 * events.MAX_LINE_BYTES:
+                break
+        for line in buf.split(b"\n"):
+            event = events.parse(line)
+            if event is not None:
+                self._note(event)
+                if self.on_event and not self._forward(event):
+                    return
+
+    def _note(self, event: dict) -> None:
+        self.last_stage = event["stage"]
+        if event["state"] == "failed" and "kind" in event:
+            self.failed_event = event
+
+    def _forward(self, event: dict) -> bool:
+        """Hand one event to the caller within the caps; False when the caller failed (the job is killed)."""
+        if self.capped:
+            return True
+        self.forwarded += 1
+        self.forwarded_bytes += events.size(event)
+        if self.forwarded > events.MAX_EVENTS or self.forwarded_bytes > events.EVENT_BYTES_LIMIT:
+            self.capped = True
+            event = {"event": "message", "text": (
+                f"further progress events were dropped: a job may send at most {events.MAX_EVENTS} events and "
+                f"{events.EVENT_BYTES_LIMIT // 1024} KiB of them (the report is not affected)")}
+        try:
+            self.on_event(event)
+        except Exception as exc:  # the caller could not take it (a database error): stop the job, say why
+            error_id = new_error_id()
+            log.exception("error %s: the progress event handler failed; job killed", error_id)
+            self.failure = ("internal_error", f"pt2scope could not record this run's progress ({type(exc).__name__}, "
+                                        f"error id {error_id}); the job was stopped. Submit it again.")
+            self._kill(None)
+            return False
+        return True
+
+    def _note_full_space(self) -> None:
+        """On a tmpfs job folder the kernel refuses writes past the limit, the report's included: remember having
+        seen it full, to name the cause when the job then dies without a report."""
+        if not self.watch_space and not self.space_full:
+            info = os.statvfs(self.job_dir)
+            self.space_full = info.f_bavail * info.f_frsize < FULL_SPACE_BYTES
+
+    def _kill(self, why: str | None) -> None:
+        self.killed_for = why
+        _kill_group(self.proc.pid)
+        self.group.kill_all()
 
 
-def _disk_usage(job_dir: str) -> int:
-    """Bytes the job folder occupies (allocated blocks: a sparse file counts what it uses)."""
+def _line_at_timeout(job_dir: str, filename: str) -> tuple[str | None, int | None]:
+    """The user's innermost line in the stack the child dumped just before the time limit (faulthandler)."""
+    try:
+        fd = os.open(os.path.join(job_dir, STACK_DUMP_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None, None
+    with os.fdopen(fd, "rb") as f:
+        text = f.read(256 * 1024).decode("utf-8", "replace")
+    user_file = os.path.join(job_dir, filename)
+    for match in STACK_FRAME.finditer(text):
+        if match.group(1) in (user_file, filename):
+            return filename, int(match.group(2))
+    return None, None
+
+
+def _memory_message(request: JobRequest, stage: str) -> str:
+    return (f"out of memory: the job's processes together reached the memory limit of {request.memory_limit_mb} MiB "
+            f"during stage '{stage}', and the job was killed. Use smaller inputs.")
+
+
+def _disk_usage(job_dir: str, pids: list[int]) -> int:
+    """Bytes the job folder occupies (allocated blocks: a sparse file counts what it uses), plus deleted files its
+    processes still hold open (they keep their space until closed)."""
     total = 0
     for folder, dirs, files in os.walk(job_dir):
         for name in dirs + files:
             try:
                 total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+            except OSError:
+                pass
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").endswith(" (deleted)"):
+                    info = os.stat(f"/proc/{pid}/fd/{fd}")
+                    if stat.S_ISREG(info.st_mode):
+                        total += info.st_blocks * 512
             except OSError:
                 pass
     return total
@@ -236,25 +438,31 @@ def _kill_group(pid: int) -> None:
 
 
 def _describe_exit(returncode: int, request: JobRequest, isolation: sandbox.Isolation, stage: str,
-                   stderr_tail: str) -> tuple[str, str]:
-    """(kind, message) for a child that died without writing a final report."""
+                   stderr_tail: str, group: JobGroup) -> tuple[str, str]:
+    """(kind, message) for a child that died without writing a final report: the kernel's counters first (which
+    limit was hit), then the signal or exit code as it was."""
     if isolation.mode == "bubblewrap" and returncode == 1 and "bwrap:" in stderr_tail:
         return "internal_error", f"the sandbox could not start the job: {stderr_tail.strip()[-500:]}"
     sig = sandbox.exit_signal(returncode, isolation)
+    if group.counter("oom") > 0:
+        return "memory", _memory_message(request, stage)
+    if group.counter("pids_hit") > 0 or "Thread creation failed" in stderr_tail:
+        return "processes", (f"process limit of {request.process_limit} processes and threads reached during "
+                             f"stage '{stage}'; the job could not start another and ended")
     if sig == signal.SIGXCPU:
         return "cpu_time", (f"CPU time limit of {request.cpu_time_limit_s:g} s reached during stage '{stage}'; the "
                             "job was killed")
     if sig == signal.SIGXFSZ:
         return "output_limit", (f"file size limit of {request.file_size_limit_mb} MiB reached during stage "
                                 f"'{stage}'; the job was killed")
-    if sig == signal.SIGKILL and request.memory_limit_mb is None:
+    if sig == signal.SIGKILL and not group.enforced:
         return "crash", (f"the job was killed (SIGKILL) during stage '{stage}'; the machine's out-of-memory "
                          "killer is the usual cause: use smaller inputs")
     if sig is not None:
         return "crash", f"the job's process died from {sig.name} during stage '{stage}'"
-    if request.memory_limit_mb is not None and returncode != 0:
-        return "memory", (f"the job exited with code {returncode} during stage '{stage}', probably at the memory "
-                          f"limit of {request.memory_limit_mb} MiB")
+    if any(text in stderr_tail for text in ("MemoryError", "std::bad_alloc", "Cannot allocate memory")):
+        return "memory", (f"out of memory during stage '{stage}': the job reached the memory limit of "
+                          f"{request.memory_limit_mb} MiB ({stderr_tail.strip().splitlines()[-1][:300]})")
     return "crash", f"the job's process exited with code {returncode} during stage '{stage}' without a report"
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import platform
+import secrets
 
 from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
 from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config, ConfigError, parse_configs
 
 __all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
-           "empty_dir", "empty_report", "environment", "failed_report", "parse_configs", "read_report",
-           "write_report"]
+           "empty_dir", "empty_report", "environment", "failed_report", "new_error_id", "parse_configs",
+           "read_report", "write_report"]
 
 
 def capture_config(configs: list[str]) -> Config:
@@ -42,6 +43,11 @@ def failed_report(request: dict, stage: str, kind: str, message: str, *, file=No
                                 traceback=traceback_text).model_dump()
     report["errors"].append({"stage": stage, "message": message, "traceback": None})
     return report
+
+
+def new_error_id() -> str:
+    """The id an internal error is logged with and shown to the user as (never our traceback or paths)."""
+    return secrets.token_hex(6)
 
 
 def write_report(report: dict, path: str) -> None:

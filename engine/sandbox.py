@@ -14,13 +14,17 @@ Two facts measured on Linux 6.x shape it (docs/security.md):
 from __future__ import annotations
 
 import errno
+import fcntl
 import glob
 import os
+import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 from contract.vocab import ISOLATION_MODES as MODES
@@ -33,10 +37,15 @@ CHILD_PACKAGES = (ENGINE_DIR, os.path.join(PROJECT_ROOT, "contract"))
 # $TMPDIR/torchinductor_<user>/precompiled_headers, so it must be the same in every job.
 JOB_USER = "pt2scope"
 PCH_SUBDIR = os.path.join(f"torchinductor_{JOB_USER}", "precompiled_headers")
-# When the worker is root, each job runs as SANDBOX_UID_BASE + (parent pid mod SANDBOX_UID_SPAN): RLIMIT_NPROC
-# counts per uid, so concurrent jobs on one host get a process budget each.
+# When the worker is root, each job runs as a uid of its own in [SANDBOX_UID_BASE, +SANDBOX_UID_SPAN), leased for
+# the job's lifetime (UidLease): RLIMIT_NPROC counts per uid, files are owned per uid, and whatever still runs as
+# the uid when the job ends is killed, so nothing of one job reaches a later one.
 SANDBOX_UID_BASE = 100_000
 SANDBOX_UID_SPAN = 65_536
+UID_LEASE_DIR = "/run/pt2scope-uid-leases"
+# The interpreter the child runs, by the path the sandbox binds: the virtual environment's real folder (a worktree's
+# .venv may be a link to another checkout's, which does not exist inside).
+CHILD_PYTHON = os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
 SANDBOX_TMP_BYTES = 64 * 1024 * 1024  # the private /tmp and /dev/shm (memory-backed, so small; TMPDIR is on disk)
 SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What the dynamic loader, g++ (through /etc/alternatives) and Triton's `ldconfig -p` read from /etc.
@@ -63,24 +72,39 @@ class Isolation:
         return cls(mode=mode, shared_pch_dir=env.get("PT2SCOPE_PCH_DIR") or None)
 
 
-def child_command(isolation: Isolation, request, job_dir: str, env: dict) -> list[str]:
+def child_command(isolation: Isolation, request, job_dir: str, env: dict, uid: int | None = None,
+                  seccomp_fd: int | None = None, status_fd: int | None = None) -> list[str]:
     """The one launch command of a job's child: sandbox, then limits, then ``python -m engine.child JOB_DIR``.
 
-    ``request`` is an engine.job.JobRequest: its ``*_limit*`` fields are the limits.
+    ``request`` is an engine.job.JobRequest: its ``*_limit*`` fields are the limits. ``uid``: the job's leased uid
+    (a root worker); ``seccomp_fd``: engine.seccomp.filter_fd(), inherited by bubblewrap; ``status_fd``: where
+    bubblewrap writes JSON lines, ``{"exit-code": N}`` once the job's own process ended (bubblewrap itself lives
+    on while any process the job left runs: the parent then kills them).
     """
-    command = _prlimit(request) + [sys.executable, "-m", "engine.child", job_dir]
+    command = _prlimit(request) + [CHILD_PYTHON, "-m", "engine.child", job_dir]
     if isolation.mode == "none":
         return command
-    return _bwrap(isolation, job_dir, env, request.device) + _drop_root() + command
+    return _bwrap(isolation, job_dir, env, request.device, uid, seccomp_fd, status_fd) + _drop_root(uid) + command
 
 
-def describe(isolation: Isolation, request) -> dict:
-    """report["isolation"]: what confined this job, each limit and what enforces it."""
+def describe(isolation: Isolation, request, *, group: str = "watchdog", job_space: bool = False,
+             seccomp: bool = False) -> dict:
+    """report["isolation"]: what confined this job, each limit and what enforces it.
+
+    ``group``: engine.jobgroup.JobGroup.describe() ("cgroup v1", "cgroup v2" or "watchdog"); ``job_space``: the job
+    folder was a size-limited tmpfs; ``seccomp``: the seccomp filter was installed."""
     sandboxed = isolation.mode == "bubblewrap"
+    cgroup = group != "watchdog"
     enforced = {"time_limit_s": "parent (wall clock)", "cpu_time_limit_s": "RLIMIT_CPU",
-                "memory_limit_mb": "RLIMIT_AS", "process_limit": "RLIMIT_NPROC", "open_files_limit": "RLIMIT_NOFILE",
-                "file_size_limit_mb": "RLIMIT_FSIZE", "output_limit_mb": "parent (size of the job folder)"}
-    if not sandboxed and os.geteuid() == 0:
+                "memory_limit_mb": (f"{group} (the job's processes together, its tmpfs files included) and "
+                                    "RLIMIT_AS (each process)" if cgroup else
+                                    "parent watchdog (resident memory of the job's processes together, every "
+                                    "0.25 s) and RLIMIT_AS (each process)"),
+                "process_limit": f"{group} pids.max (the whole job)" if cgroup else "RLIMIT_NPROC",
+                "open_files_limit": "RLIMIT_NOFILE", "file_size_limit_mb": "RLIMIT_FSIZE",
+                "output_limit_mb": ("tmpfs size of the job folder (kernel)" if job_space else
+                                    "parent (the job folder and deleted files the job holds open, every 0.25 s)")}
+    if not cgroup and not sandboxed and os.geteuid() == 0:
         enforced["process_limit"] = "not enforced (RLIMIT_NPROC does not apply to root without the sandbox)"
     if request.memory_limit_mb is None:
         enforced["memory_limit_mb"] = "not enforced per job (CUDA: use a cgroup or container memory limit)"
@@ -89,7 +113,10 @@ def describe(isolation: Isolation, request) -> dict:
         "network": "none (own empty network namespace)" if sandboxed else "the worker's network",
         "filesystem": ("read-only system and Python; writable job folder only" if sandboxed
                        else "everything the worker's user can reach"),
-        "user": ("unprivileged uid, capabilities dropped" if sandboxed else "the worker's own user"),
+        "user": ("a uid of its own, capabilities dropped" if sandboxed and os.geteuid() == 0 else
+                 "unprivileged in its own user namespace" if sandboxed else "the worker's own user"),
+        "seccomp": ("namespaces, mounts, keyrings, bpf, perf events, ptrace, io_uring and module loading denied"
+                    if seccomp else "none"),
         "shared_pch": bool(sandboxed and _shared_pch_files(isolation)),
         "limits": {name: getattr(request, name) for name in enforced},
         "enforced_by": enforced,
@@ -106,14 +133,18 @@ def check(isolation: Isolation) -> str:
     if shutil.which("bwrap") is None:
         raise IsolationError("bubblewrap (bwrap) is not on PATH: apt-get install -y bubblewrap, "
                              "or set PT2SCOPE_ISOLATION=none to run jobs without a sandbox (not for public use)")
-    with tempfile.TemporaryDirectory(prefix="pt2scope-sandbox-check-") as job_dir:
-        prepare_job_dir(job_dir, isolation)
-        probe = _bwrap(isolation, job_dir, {"PATH": "/usr/bin:/bin"}, "cpu") + _drop_root() + [
-            sys.executable, "-c", "import socket; print(len(socket.if_nameindex()))"]
-        try:
-            result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise IsolationError(f"bubblewrap could not start a sandbox: {exc}") from None
+    lease = UidLease.take()
+    try:
+        with tempfile.TemporaryDirectory(prefix="pt2scope-sandbox-check-") as job_dir:
+            prepare_job_dir(job_dir, isolation, lease.uid)
+            probe = _bwrap(isolation, job_dir, {"PATH": "/usr/bin:/bin"}, "cpu", lease.uid) + _drop_root(lease.uid) + [
+                CHILD_PYTHON, "-c", "import socket; print(len(socket.if_nameindex()))"]
+            try:
+                result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise IsolationError(f"bubblewrap could not start a sandbox: {exc}") from None
+    finally:
+        lease.release()
     if result.returncode != 0:
         raise IsolationError(
             f"bubblewrap cannot start a sandbox here ({result.stderr.strip()[-300:]}); containers often forbid "
@@ -125,12 +156,12 @@ def check(isolation: Isolation) -> str:
     return f"isolation: bubblewrap (no network, read-only system, unprivileged, {pch})"
 
 
-def prepare_job_dir(job_dir: str, isolation: Isolation) -> None:
-    """Create the job's TMPDIR and header folder, writable by the job's user (the worker keeps the files)."""
+def prepare_job_dir(job_dir: str, isolation: Isolation, uid: int | None = None) -> None:
+    """Create the job's TMPDIR and header folder, writable by the job's user ``uid`` (its lease; the worker keeps
+    the files)."""
     folders = [job_dir, os.path.join(job_dir, "tmp")]
     folders += [os.path.join(folders[1], *PCH_SUBDIR.split(os.sep)[:i + 1]) for i in range(2)]
     os.makedirs(folders[-1], exist_ok=True)
-    uid = job_uid()
     if uid is not None and isolation.mode == "bubblewrap":
         for path in folders:
             os.chown(path, uid, uid)
@@ -138,11 +169,126 @@ def prepare_job_dir(job_dir: str, isolation: Isolation) -> None:
         os.chmod(job_dir, 0o711)
 
 
-def job_uid() -> int | None:
-    """The uid a sandboxed job runs as when the worker is root; None when the worker is not (a user namespace)."""
+class UidLease:
+    """A uid no other job on this host holds, for one job of a root worker (``uid`` None for a non-root worker,
+    whose jobs each get a user namespace instead).
+
+    Held by an exclusive lock on a file per uid in UID_LEASE_DIR (released by the kernel if the worker dies); a
+    uid that still runs processes (left by a killed worker) is not taken. ``release`` kills whatever still runs as
+    the uid before giving it back.
+    """
+
+    def __init__(self, uid: int | None, fd: int | None):
+        self.uid, self._fd = uid, fd
+
+    @classmethod
+    def take(cls) -> UidLease:
+        if os.geteuid() != 0:
+            return cls(None, None)
+        folder = _lease_dir()
+        for _ in range(256):
+            uid = SANDBOX_UID_BASE + secrets.randbelow(SANDBOX_UID_SPAN)
+            fd = os.open(os.path.join(folder, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            if not processes_of_uid(uid):
+                return cls(uid, fd)
+            os.close(fd)
+        raise IsolationError("no free sandbox uid: every uid tried is held by a job or still runs processes")
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        for _ in range(100):  # a process forking while we kill: kill again until none is left
+            pids = processes_of_uid(self.uid)
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.02)
+        os.close(self._fd)
+        self._fd = None
+
+
+def _lease_dir() -> str:
+    """UID_LEASE_DIR, or where /run is not writable (some containers) a root-only folder under /tmp: every
+    worker of one host must use the same one, and both choices are the same on every worker of an image."""
+    for folder in (UID_LEASE_DIR, os.path.join(tempfile.gettempdir(), "pt2scope-uid-leases")):
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        except OSError:
+            continue
+        info = os.lstat(folder)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and not info.st_mode & 0o022:
+            return folder
+    raise IsolationError(f"no folder for sandbox uid leases: {UID_LEASE_DIR} cannot be created")
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    """Live processes whose real or effective uid is ``uid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                status = f.read()
+        except OSError:
+            continue
+        uids = next((line.split()[1:3] for line in status.splitlines() if line.startswith("Uid:")), [])
+        state = next((line.split()[1] for line in status.splitlines() if line.startswith("State:")), "")
+        if str(uid) in uids and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def mount_job_space(job_dir: str, size_bytes: int) -> bool:
+    """Make ``job_dir`` a tmpfs of ``size_bytes`` (a root worker): the kernel then bounds everything the job
+    writes, files unlinked but held open and fallocate included, and unmounting frees all of it at once. Its pages
+    count against the job's memory cgroup. False where mounting is not allowed (the parent then measures)."""
+    os.makedirs(job_dir, exist_ok=True)
     if os.geteuid() != 0:
-        return None
-    return SANDBOX_UID_BASE + os.getpid() % SANDBOX_UID_SPAN
+        return False
+    result = subprocess.run([shutil.which("mount") or "/usr/bin/mount", "-t", "tmpfs", "-o",
+                             f"size={size_bytes},mode=0711,nosuid,nodev", "pt2scope-job", job_dir],
+                            capture_output=True, text=True)
+    return result.returncode == 0
+
+
+def kill_processes_of_job_dir(job_dir: str) -> list[int]:
+    """Kill every process whose command line names ``job_dir`` (its bubblewrap and its child both do): what a
+    worker killed mid-job can leave running. Returns the pids killed."""
+    needle = os.path.realpath(job_dir).encode()
+    killed = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(arg == needle or arg.startswith(needle + b"/") for arg in args):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+            except ProcessLookupError:
+                pass
+    return killed
+
+
+def remove_job_dir(job_dir: str) -> None:
+    """Delete a job's folder, unmounting its tmpfs first if it has one (lazily: a file still open somewhere cannot
+    keep the space; the job's processes are dead by now)."""
+    if os.path.ismount(job_dir):
+        subprocess.run([shutil.which("umount") or "/usr/bin/umount", "--lazy", job_dir], capture_output=True)
+    shutil.rmtree(job_dir, ignore_errors=True)
 
 
 def exit_signal(returncode: int, isolation: Isolation) -> signal.Signals | None:
@@ -174,6 +320,10 @@ def limit_failure(exc: BaseException, request: dict) -> tuple[str, str] | None:
         if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
             return "output_limit", (f"file size limit of {request.get('file_size_limit_mb')} MiB reached: a file "
                                     f"the job wrote (its printed output counts) grew past it ({text[:200]})")
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "output_limit", (f"output limit of {request.get('output_limit_mb')} MiB reached: the job's folder "
+                                    f"is full (/tmp and /dev/shm hold {SANDBOX_TMP_BYTES >> 20} MiB each) "
+                                    f"({text[:200]})")
         if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
             return "open_files", f"open files limit of {request.get('open_files_limit')} reached ({text[:200]})"
         exc = exc.__cause__ or exc.__context__
@@ -251,20 +401,24 @@ def _prlimit(request) -> list[str]:
     return [shutil.which("prlimit") or "/usr/bin/prlimit", *args, "--"]
 
 
-def _drop_root() -> list[str]:
-    uid = job_uid()
+def _drop_root(uid: int | None) -> list[str]:
     if uid is None:
         return []
     return [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
-def _bwrap(isolation: Isolation, job_dir: str, env: dict, device: str) -> list[str]:
+def _bwrap(isolation: Isolation, job_dir: str, env: dict, device: str, uid: int | None,
+           seccomp_fd: int | None = None, status_fd: int | None = None) -> list[str]:
     job_dir = os.path.realpath(job_dir)
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "pt2scope", "--cap-drop", "ALL"]
-    if job_uid() is None:  # not root: a user namespace, and none further inside it
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    if status_fd is not None:
+        args += ["--json-status-fd", str(status_fd)]
+    if uid is None:  # not root: a user namespace, and none further inside it
         args += ["--unshare-user", "--disable-userns"]
     else:  # root: no user namespace (see the module docstring); setpriv drops to the job's uid
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
@@ -292,7 +446,7 @@ def _bwrap(isolation: Isolation, job_dir: str, env: dict, device: str) -> list[s
         if os.path.exists(path):
             args += parents(path) + ["--ro-bind", path, path]
     args += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(SANDBOX_TMP_BYTES), "--tmpfs", "/dev/shm",
+             "--size", str(SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm",
              "--size", str(SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp"]
     made.add("/tmp")
     if device == "cuda":  # the GPU's device files, and /sys where the driver looks up the devices

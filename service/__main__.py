@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 
 from storage import runstore
@@ -24,6 +25,10 @@ from storage.db import migrate, session_factory
 from storage.queue import QUEUES
 from workers.launch import web_command, worker_command, worker_queues
 
+# A worker that died this many times within the window is not restarted: it would only die again (a worker that
+# refuses to start, e.g. without a working sandbox, exits with code 3 at once).
+WORKER_DEATHS_TO_GIVE_UP, WORKER_DEATHS_WINDOW_S = 3, 120.0
+
 
 def serve(settings: Settings, host: str, port: int) -> int:
     migrate(settings.database_url)
@@ -31,23 +36,68 @@ def serve(settings: Settings, host: str, port: int) -> int:
     queues = worker_queues()
     print(f"pt2scope: http://{host}:{port}  (worker queues: {', '.join(queues)}; data in {settings.instance_path})",
           flush=True)
-    worker = subprocess.Popen(worker_command(f"embedded-{os.getpid()}@%h", queues), env=env)
+    worker = EmbeddedWorker(queues, env)
     web = subprocess.Popen(web_command(host, port), env=env)
-    children = (web, worker)
+    stopping, deaths = False, []
 
     def stop(*_):
-        for child in children:
+        nonlocal stopping
+        stopping = True
+        for child in (web, worker.process):
             if child.poll() is None:
                 child.terminate()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    try:
-        os.wait()  # either child ending ends both: a server without its worker would queue jobs forever
-    except ChildProcessError:
-        pass
+    while not stopping:
+        try:
+            pid, _ = os.wait()  # a server without its worker would queue jobs forever: the worker is restarted
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if pid != worker.process.pid or stopping:  # the web server ended (or we are stopping): end both
+            break
+        worker.ended()
+        reap_worker(settings, worker.name)
+        deaths = [t for t in deaths if t > time.monotonic() - WORKER_DEATHS_WINDOW_S] + [time.monotonic()]
+        if len(deaths) >= WORKER_DEATHS_TO_GIVE_UP:
+            print(f"pt2scope: the worker died {len(deaths)} times within {WORKER_DEATHS_WINDOW_S:g} s: stopping",
+                  file=sys.stderr, flush=True)
+            break
+        print("pt2scope: the worker died: its runs are failed, a new worker starts", file=sys.stderr, flush=True)
+        worker = EmbeddedWorker(queues, env)
     stop()
-    return max((child.wait() for child in children), default=0)
+    return max((child.wait() for child in (web, worker.process)), default=0)
+
+
+class EmbeddedWorker:
+    """The embedded worker process, in a session of its own so that its pool process (and through it, the
+    job's sandbox, which dies with its parent) can be killed with it."""
+
+    started_count = 0
+
+    def __init__(self, queues: list[str], env: dict):
+        EmbeddedWorker.started_count += 1
+        # A new name each start: the reaper must see the restart (socket.gethostname() spelt out, not %h, so the
+        # launcher knows the name it has to reap).
+        self.name = f"embedded-{os.getpid()}-{EmbeddedWorker.started_count}@{socket.gethostname()}"
+        self.process = subprocess.Popen(worker_command(self.name, queues), env=env, start_new_session=True)
+
+    def ended(self) -> None:
+        """Kill what the dead worker left (its pool process)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+
+def reap_worker(settings: Settings, name: str) -> list[str]:
+    """Fail the runs a dead worker held, at once (not after its heartbeat goes stale)."""
+    with session_factory(settings.database_url)() as session:
+        runstore.forget_worker(session, name)
+        return runstore.reap_stale_runs(session, settings)
 
 
 def default_worker_name(queues: list[str]) -> str:

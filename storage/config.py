@@ -35,6 +35,7 @@ class Settings:
     open_files_limit: int = DEFAULT_LIMITS.open_files_limit
     file_size_limit_mb: int = DEFAULT_LIMITS.file_size_limit_mb
     output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
+    report_limit_mb: int = 256  # one run's report as stored (sections, outlines, graphs); larger ones are refused
     # Workers compile a trusted precompiled header once at start and share it read-only with every CPU job.
     pch_warmup: bool = True
     # Submissions per client (by IP address, stored only as a keyed hash) within the window; 0 turns it off.
@@ -118,6 +119,7 @@ SECURITY_ENV = {
     "open_files_limit": "PT2SCOPE_OPEN_FILES_LIMIT",
     "file_size_limit_mb": "PT2SCOPE_FILE_SIZE_LIMIT_MB",
     "output_limit_mb": "PT2SCOPE_OUTPUT_LIMIT_MB",
+    "report_limit_mb": "PT2SCOPE_REPORT_LIMIT_MB",
     "pch_warmup": "PT2SCOPE_PCH_WARMUP",
     "rate_limit_count": "PT2SCOPE_RATE_LIMIT",
     "rate_limit_window_s": "PT2SCOPE_RATE_LIMIT_WINDOW",

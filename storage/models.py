@@ -139,6 +139,18 @@ class TraceUpload(Base):
     body: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+class ReportPiece(Base):
+    """A small piece of data derived from a run's report when it is stored, as JSON text: the provenance of one
+    line of the user's file (key "provenance-L<line>"; contract.provenance). Derived once so that a request for
+    it reads one small row instead of parsing the report's graphs (seconds and a gigabyte for a huge graph)."""
+
+    __tablename__ = "report_pieces"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    body: Mapped[str] = mapped_column(Text)
+
+
 class WorkerHeartbeat(Base):
     """A live worker, refreshed every few seconds: tells the pages whether a GPU worker is online, and the status
     page what each worker runs jobs on."""

@@ -5,16 +5,18 @@ touches the tables directly.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select
+from sqlalchemy import text as sql_text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from contract import graphs
+from contract import graphs, provenance
 from contract.report import SCHEMA_VERSION, ReportError, check_version, checked_report
 from contract.vocab import STAGES
 from storage.config import Settings
@@ -26,6 +28,7 @@ from storage.models import (
     RUNNING,
     SUCCEEDED,
     ReportGraph,
+    ReportPiece,
     ReportSection,
     Run,
     RunEvent,
@@ -33,8 +36,12 @@ from storage.models import (
     WorkerHeartbeat,
     utcnow,
 )
+from storage.text import storable, storable_json
 
 QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
+# The most one run's report may take once stored (sections, outlines and graph payloads together): beyond it the
+# report is refused with a message in the run (Settings.report_limit_mb sets it for the workers).
+REPORT_LIMIT_BYTES = 256 * 1024 * 1024
 
 
 @dataclass
@@ -49,8 +56,23 @@ class Submission:
 
 
 def create_run(session: Session, submission: Submission, client: str | None = None,
-               parent: Run | None = None) -> Run:
-    """``parent``: the run this one re-runs with other settings (its page then offers the comparison)."""
+               limit: tuple[int, datetime] | None = None, parent: Run | None = None) -> Run | None:
+    """Store a new queued run. With ``limit`` (count, since): only if ``client`` submitted fewer than count runs
+    since then, else None; the check and the insert hold a lock per client (PostgreSQL: an advisory lock; SQLite:
+    the database's write lock), so parallel submissions cannot all pass one check. ``parent``: the run this one
+    re-runs with other settings (its page then offers the comparison)."""
+    if limit is not None and client is not None:
+        session.commit()  # end the request's reads: the lock and the count belong to one new transaction
+        dialect = session.get_bind().dialect.name
+        if dialect == "sqlite":
+            session.execute(sql_text("BEGIN IMMEDIATE"))
+        elif dialect == "postgresql":
+            key = int.from_bytes(hashlib.sha256(client.encode()).digest()[:8], "big", signed=True)
+            session.execute(select(func.pg_advisory_xact_lock(key)))
+        count, since = limit
+        if len(recent_submissions(session, client, since)) >= count:
+            session.rollback()
+            return None
     run = Run(code=submission.code, filename=submission.filename, device=submission.device,
               train=submission.train, configs=submission.configs, queue=QUEUE_FOR_DEVICE[submission.device],
               client=client, parent_id=parent.id if parent else None)
@@ -136,19 +158,22 @@ def claim_run(session: Session, run_id: int, worker_name: str, pid: int) -> Run 
 
 
 def record_event(session: Session, run_id: int, event: dict) -> None:
+    """Store one progress event (engine.events has their schema; every field is made storable here as well)."""
     text = event.get("text")
     if text is None and event.get("event") != "stage":  # keep unknown events readable rather than dropping them
         text = json.dumps({k: v for k, v in event.items() if k != "event"}, default=str)
-    session.add(RunEvent(run_id=run_id, kind=str(event.get("event", "message"))[:32], stage=event.get("stage"),
-                         state=event.get("state"), elapsed_s=_number(event.get("elapsed_s")),
-                         seconds=_number(event.get("seconds")), text=text))
+    session.add(RunEvent(run_id=run_id, kind=storable(event.get("event", "message"), 32),
+                         stage=_short_text(event.get("stage"), 32), state=_short_text(event.get("state"), 16),
+                         elapsed_s=_number(event.get("elapsed_s")), seconds=_number(event.get("seconds")),
+                         text=storable(text)))
     session.commit()
 
 
-def store_report(session: Session, run_id: int, report: dict) -> None:
-    """Validate the engine's report (contract.report), store it section by section (with each section's outline
-    and each graph as the viewer reads it, so pages never build them) and finish the run as succeeded or failed.
-    A report that does not validate is not stored: the run fails naming the field it got wrong."""
+def store_report(session: Session, run_id: int, report: dict, limit_bytes: int = REPORT_LIMIT_BYTES) -> None:
+    """Validate the engine's report (contract.report), store it section by section (with each section's outline,
+    each graph as the viewer reads it and each line's provenance, so pages never build them) and finish the run as
+    succeeded or failed. A report that does not validate is not stored: the run fails naming the field it got
+    wrong; nor is one larger than ``limit_bytes`` as stored: the run fails with kind "report_limit"."""
     run = session.get(Run, run_id)
     try:
         report = checked_report(report)
@@ -159,9 +184,17 @@ def store_report(session: Session, run_id: int, report: dict) -> None:
         run.finished_at = utcnow()
         session.commit()
         return
-    _write_report(session, run_id, report)
-    run.environment = report.get("environment") or {}
-    run.summary = summarize(report)
+    stored_bytes = _write_report(session, run_id, report, run.filename, limit_bytes)
+    if stored_bytes > limit_bytes:  # one run's report must not fill the database nor slow every page reading it
+        _set_error(run, {"stage": "report", "kind": "report_limit", "message": (
+            f"the report takes {round(stored_bytes / 2**20, 2):g} MiB once stored, more than the limit of "
+            f"{round(limit_bytes / 2**20, 2):g} MiB (PT2SCOPE_REPORT_LIMIT_MB): it was not kept. Use a smaller model, "
+            "fewer configs or less output.")})
+        run.finished_at = utcnow()
+        session.commit()
+        return
+    run.environment = storable_json(report.get("environment") or {})
+    run.summary = storable_json(summarize(report))
     run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
     failure = report.get("failure")
     if report.get("status") == "ok" and not failure:
@@ -176,17 +209,32 @@ def store_report(session: Session, run_id: int, report: dict) -> None:
 def _delete_report(session: Session, run_id: int) -> None:
     session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
     session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
+    session.execute(delete(ReportPiece).where(ReportPiece.run_id == run_id))
 
 
-def _write_report(session: Session, run_id: int, report: dict) -> None:
+def _write_report(session: Session, run_id: int, report: dict, filename: str | None = None,
+                  limit_bytes: int | None = None) -> int:
+    """Replace the run's stored report by ``report``; return the bytes it takes. Over ``limit_bytes`` nothing is
+    stored (the old rows are deleted all the same). ``filename``: the user's file (default: the report's)."""
+    filename = filename or (report.get("source") or {}).get("filename") or "model.py"
     _delete_report(session, run_id)
+    rows, stored_bytes = [], 0
     for position, (name, value) in enumerate(report.items()):
         outline = graphs.section_outline(value)
-        session.add(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
+        rows.append(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
                                   outline=None if outline is None else _json_text(outline)))
+        stored_bytes += len(rows[-1].body) + len(rows[-1].outline or "")
     for graph_id, graph in graphs.report_graphs(report):
-        session.add(ReportGraph(run_id=run_id, graph_id=graph_id,
+        rows.append(ReportGraph(run_id=run_id, graph_id=graph_id,
                                 body=_json_text(graphs.graph_payload(graph_id, graph))))
+        stored_bytes += len(rows[-1].body)
+    rows.append(ReportPiece(run_id=run_id, key=PROVENANCE_DERIVED, body="true"))
+    for line, entry in provenance.by_line(report, filename).items():
+        rows.append(ReportPiece(run_id=run_id, key=provenance_key(line), body=_json_text(entry)))
+        stored_bytes += len(rows[-1].body)
+    if limit_bytes is None or stored_bytes <= limit_bytes:
+        session.add_all(rows)
+    return stored_bytes
 
 
 def _upgrade_stored_report(session: Session, run: Run) -> None:
@@ -202,7 +250,7 @@ def _upgrade_stored_report(session: Session, run: Run) -> None:
     check_version({"schema_version": version})
     report = checked_report(json.loads(_stored_report_text(session, run)))
     try:
-        _write_report(session, run.id, report)
+        _write_report(session, run.id, report, run.filename)
         session.commit()
     except IntegrityError:  # another web process upgraded it first: the same rows
         session.rollback()
@@ -216,12 +264,13 @@ def fail_run(session: Session, run: Run, stage: str, kind: str, message: str) ->
 
 def _set_error(run: Run, failure: dict) -> None:
     run.status = FAILED
-    run.error_stage = failure.get("stage")
-    run.error_kind = failure.get("kind")
-    run.error_message = failure.get("message")
-    run.error_file = failure.get("file")
-    run.error_line = failure.get("line") if isinstance(failure.get("line"), int) else None
-    run.error_traceback = failure.get("traceback") or None
+    run.error_stage = _short_text(failure.get("stage"), 32)
+    run.error_kind = _short_text(failure.get("kind"), 64)
+    run.error_message = storable(failure.get("message"))
+    run.error_file = _short_text(failure.get("file"), 255)
+    line = failure.get("line")
+    run.error_line = line if isinstance(line, int) and not isinstance(line, bool) and 0 <= line < 2**31 else None
+    run.error_traceback = storable(failure.get("traceback")) or None
 
 
 def summarize(report: dict) -> dict:
@@ -290,6 +339,34 @@ def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
     except IntegrityError:  # another web process stored it first: the same text
         session.rollback()
     return body
+
+
+# The marker that a run's provenance was derived (even when no line has any), so it never is again.
+PROVENANCE_DERIVED = "provenance-derived"
+
+
+def provenance_key(line: int) -> str:
+    return f"provenance-L{line}"
+
+
+def line_provenance_text(session: Session, run: Run, line: int) -> str:
+    """One line's provenance (contract.provenance), JSON text, as stored with the report. A run stored before
+    provenance was has it derived once, on the first request, for every later one."""
+    body = session.scalar(select(ReportPiece.body).where(ReportPiece.run_id == run.id,
+                                                         ReportPiece.key == provenance_key(line)))
+    if body is not None:
+        return body
+    if session.get(ReportPiece, (run.id, PROVENANCE_DERIVED)) is not None:
+        return _json_text(provenance.empty_entry())  # derived already: nothing came from this line
+    pieces = provenance.by_line(load_sections(session, run, ["dynamo", "aot", "inductor"]), run.filename)
+    try:
+        session.add(ReportPiece(run_id=run.id, key=PROVENANCE_DERIVED, body="true"))
+        session.add_all(ReportPiece(run_id=run.id, key=provenance_key(n), body=_json_text(entry))
+                        for n, entry in pieces.items())
+        session.commit()
+    except IntegrityError:  # another web process stored them first: the same text
+        session.rollback()
+    return _json_text(pieces.get(line) or provenance.empty_entry())
 
 
 def report_json_text(session: Session, run: Run) -> str:
@@ -429,7 +506,18 @@ def _process_exists(pid: int) -> bool:
 
 
 def _json_text(value) -> str:
-    return json.dumps(value, separators=(",", ":"), default=str)
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    if "\\ud" in text:  # maybe a lone surrogate (a pair is fine): no page could show it, so escape it visibly
+        try:
+            json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(storable_json(value), separators=(",", ":"), default=str)
+    return text
+
+
+def _short_text(value, max_chars: int) -> str | None:
+    """A field a job sets that should be a short string: anything else is dropped, a string made storable."""
+    return storable(value, max_chars) if isinstance(value, str) else None
 
 
 def _number(value) -> float | None:

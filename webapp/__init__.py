@@ -7,6 +7,7 @@ never by importing the workers.
     webapp/submission.py  validation of a new run (form and API)
     webapp/examples.py    the gallery, read from examples/*.py
     webapp/render.py      report sections to HTML (Pygments listings, tables)
+    webapp/errors.py      internal errors: logged with an id, answered with the id only
     webapp/views/         blueprints: pages (new run, run/report), api (/api/runs), status (/status, /api/status,
                           /api/health)
 """
@@ -25,7 +26,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = 4 * settings.max_code_bytes  # the code plus the form around it
 
     from storage.queue import make_celery
-    from webapp import context, security
+    from webapp import context, errors, security
 
     # traces and diff add their JSON routes (POST /api/traces, GET /api/diff/...) to api.bp: imported first.
     from webapp.views import api, diff, export, pages, status, traces
@@ -36,6 +37,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(status.bp)
+    app.register_blueprint(errors.bp)
     app.register_blueprint(traces.bp)
     app.register_blueprint(diff.bp)
     app.register_blueprint(export.bp)

@@ -9,7 +9,7 @@ from collections import defaultdict
 # The templates call these as view.*: the graph vocabulary lives in contract/graphs.py.
 from contract import graphs
 from contract.graphs import functionalization_graphs, graph_id_by_kind, graph_title, graphs_of_tab  # noqa: F401
-from contract.userfile import is_user_file
+from contract.userfile import is_user_file  # noqa: F401 (templates call view.is_user_file)
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
@@ -326,33 +326,3 @@ def decomposition_chart(decomposition: dict) -> dict | None:
                                              ("after (backward)", backward, "#3f6ea5")) if histogram]
     return {"data": traces, "layout": {"barmode": "group", "yaxis": {"title": {"text": "nodes"}},
                                        "xaxis": {"tickangle": -30}}}
-
-
-# Provenance: one user line to every node and kernel behind it, and back
-
-
-def provenance(sections: dict, filename: str) -> dict:
-    """For each line of the user's file: the Dynamo nodes, ATen nodes (AOT and post-grad graphs) and kernels."""
-    lines: dict[int, dict] = defaultdict(lambda: {"dynamo": [], "aten": [], "kernels": []})
-    dynamo, aot, inductor = (sections.get(name) or {} for name in ("dynamo", "aot", "inductor"))
-
-    def collect(kind: str, graph_id: str, graph: dict):
-        for node in graph.get("nodes") or []:  # the ops a line became (inputs are not what it computes)
-            if (str(node.get("op", "")).startswith("call_") and isinstance(node.get("line"), int)
-                    and is_user_file(node.get("file"), filename)):
-                lines[node["line"]][kind].append({"graph": graph_id, "node": node["name"],
-                                                  "title": graph_title(graph_id, graph)})
-
-    for entry in graphs_of_tab("dynamo", dynamo):
-        collect("dynamo", entry["id"], entry["graph"])
-    for tab, section in (("aot", aot), ("inductor", inductor)):
-        for entry in graphs_of_tab(tab, section):
-            collect("aten", entry["id"], entry["graph"])
-    for kernel in inductor.get("kernels") or []:
-        for source_line in kernel.get("source_lines") or []:
-            if isinstance(source_line.get("line"), int) and is_user_file(source_line.get("file"), filename):
-                kernels = lines[source_line["line"]]["kernels"]
-                if kernel.get("name") not in kernels:
-                    kernels.append(kernel.get("name"))
-    return {"lines": {str(line): entry for line, entry in sorted(lines.items())}}
-

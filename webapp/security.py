@@ -10,7 +10,7 @@ import hashlib
 import hmac
 import os
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from flask import Flask, jsonify, render_template_string, request, session
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -59,16 +59,25 @@ def csrf_token() -> str:
     return session[CSRF_FIELD]
 
 
-def rate_limited() -> tuple[str, int] | None:
-    """(message, seconds to wait) when this client has used up its submissions for the window, else None."""
+def submission_limit() -> tuple[int, datetime] | None:
+    """(count, since) for runstore.create_run, which checks it atomically; None when there is no limit."""
     settings = context.settings()
     if settings.rate_limit_count <= 0:
         return None
-    since = utcnow() - timedelta(seconds=settings.rate_limit_window_s)
-    times = runstore.recent_submissions(context.session(), client_id(), since)
-    if len(times) < settings.rate_limit_count:
+    return settings.rate_limit_count, utcnow() - timedelta(seconds=settings.rate_limit_window_s)
+
+
+def rate_limited() -> tuple[str, int] | None:
+    """(message, seconds to wait) when this client has used up its submissions for the window, else None."""
+    limit = submission_limit()
+    if limit is None:
         return None
-    oldest_counted = times[-settings.rate_limit_count]
+    settings = context.settings()
+    count, since = limit
+    times = runstore.recent_submissions(context.session(), client_id(), since)
+    if len(times) < count:
+        return None
+    oldest_counted = times[-count]
     wait = max(1, int((oldest_counted - since).total_seconds()) + 1)
     return (f"Too many runs: at most {settings.rate_limit_count} submissions per {settings.rate_limit_window_s:g} s "
             f"from one address. Try again in {wait} s."), wait

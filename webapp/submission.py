@@ -18,13 +18,18 @@ def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tup
     code = data.get("code")
     if not isinstance(code, str) or not code.strip():
         errors["code"] = "Paste or upload a Python file that defines `model` and `example_inputs`."
+    elif not _is_unicode_text(code):
+        errors["code"] = ("The code is not valid Unicode text: it contains a lone surrogate (half of a UTF-16 "
+                          "pair, such as \\ud800), which no Python file can hold.")
     elif len(code.encode("utf-8")) > max_code_bytes:
         errors["code"] = f"The code is larger than {max_code_bytes // 1024} KiB, the limit for a model."
     elif "\0" in code:
         errors["code"] = "The code contains NUL bytes: send Python source text (checkpoints and pickles are never loaded)."
 
     filename = os.path.basename(str(data.get("filename") or "model.py"))
-    if not filename.endswith(".py") or len(filename) > 100:
+    if not _is_unicode_text(filename) or "\0" in filename:
+        errors["filename"] = "The file name is not valid text (a lone surrogate or a NUL character)."
+    elif not filename.endswith(".py") or len(filename) > 100:
         errors["filename"] = "The file name must end in .py (at most 100 characters)."
 
     device = data.get("device") or "cpu"
@@ -53,6 +58,14 @@ def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tup
     if errors:
         return None, errors
     return Submission(code=code, filename=filename, device=device, train=train, configs=configs), {}
+
+
+def _is_unicode_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def config_choices() -> list[dict]:

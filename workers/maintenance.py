@@ -12,9 +12,11 @@ import time
 
 from sqlalchemy import text
 
+from engine import jobgroup, sandbox
 from storage import runstore
 from storage.config import Settings
 from storage.db import make_engine, session_factory
+from storage.models import RUNNING
 from workers import device
 
 log = logging.getLogger(__name__)
@@ -46,12 +48,35 @@ class Maintenance(threading.Thread):
                 log.warning("run %s reaped: its worker died", slug)
         if time.monotonic() - self._purged_at > PURGE_EVERY_S:
             purge_consumed_messages(self.settings.broker_url)
+            for slug in remove_dead_job_folders(self.settings, self._sessions):
+                log.warning("folder of run %s removed: its job is not running any more", slug)
             self._purged_at = time.monotonic()
 
     def stop(self) -> None:
         self._stopped.set()
         with self._sessions() as session:
             runstore.forget_worker(session, self.worker_name)
+
+
+def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
+    """Kill what is left of jobs of runs no worker runs any more, and delete their folders (unmounting their
+    tmpfs) and empty cgroups: a worker killed mid-job leaves them behind. A folder exists only while its run is
+    "running" (it is made after the claim and removed before the report is stored), so any other folder is dead."""
+    try:
+        names = os.listdir(settings.jobs_path)
+    except FileNotFoundError:
+        return []
+    removed = []
+    with sessions() as session:
+        for name in names:
+            run = runstore.get_run(session, name)
+            if run is None or run.status != RUNNING:
+                folder = os.path.join(settings.jobs_path, name)
+                sandbox.kill_processes_of_job_dir(folder)  # a job whose worker died may still run
+                sandbox.remove_job_dir(folder)
+                removed.append(name)
+    jobgroup.remove_stale()
+    return removed
 
 
 def purge_consumed_messages(broker_url: str) -> int:

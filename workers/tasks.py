@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
 import threading
-import traceback
 
 from celery import signals
 
 from engine import sandbox
 from engine.job import JobRequest, run_job, warm_up_shared_pch
+from engine.report import new_error_id
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
@@ -35,17 +34,36 @@ def run_compile(self, run_id: int) -> None:
     request = JobRequest(code=run.code, filename=run.filename, device=run.device, train=run.train,
                          configs=run.configs, **settings.job_limits())
     with sessions() as session:
+        def record(event: dict) -> None:
+            try:
+                runstore.record_event(session, run_id, event)
+            except Exception:
+                session.rollback()  # the job is killed (engine.job); the session must be usable to fail the run
+                raise
+
         try:
-            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings),
-                             on_event=lambda event: runstore.record_event(session, run_id, event))
+            # scratch: the folder is removed (its tmpfs unmounted) before run_job returns, whatever happened
+            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings), on_event=record,
+                             scratch=True)
         except Exception:  # run_job always returns a report; reaching here is a bug of ours, shown as such
-            log.exception("run %s: the engine raised", run.slug)
-            runstore.fail_run(session, session.get(Run, run_id), "load", "internal",
-                              "pt2scope failed to run the job:\n" + traceback.format_exc(limit=5))
+            _fail_internally(sessions, run_id, run.slug, "the engine raised")
             return
-        finally:
-            shutil.rmtree(job_dir, ignore_errors=True)  # the kernel cache and build files are not kept
-        runstore.store_report(session, run_id, report)
+        try:
+            runstore.store_report(session, run_id, report, limit_bytes=settings.report_limit_mb * 1024 * 1024)
+        except Exception:
+            session.rollback()
+            _fail_internally(sessions, run_id, run.slug, "storing the report failed")
+
+
+def _fail_internally(sessions, run_id: int, slug: str, what: str) -> None:
+    """Fail the run for an error of ours: the traceback goes to the log under an id, the user sees the id."""
+    error_id = new_error_id()
+    log.exception("error %s: run %s: %s", error_id, slug, what)
+    exc = sys.exc_info()[1]
+    with sessions() as session:
+        runstore.fail_run(session, session.get(Run, run_id), "report", "internal_error",
+                          f"pt2scope failed to finish this run: {what} ({type(exc).__name__}, error id "
+                          f"{error_id}). Submit it again; if it fails again, report the error id.")
 
 
 def isolation_of(settings) -> sandbox.Isolation:

@@ -8,7 +8,7 @@ import { setUpViewers, viewers } from "./graph-view.js";
 
 const source = document.getElementById("source");
 const report = document.querySelector(".report");
-let provenance = null;
+let provenance = new Map();  // line -> its provenance piece (fetched once)
 
 function element(tag, props = {}, children = []) {
   const el = document.createElement(tag);
@@ -47,21 +47,25 @@ async function selectLine(line) {
   }
   for (const viewer of viewers.values()) if (viewer.loading) viewer.load().then(() => viewer.highlightLine(line));
   const box = document.getElementById("line-provenance");
-  if (!box || !source.dataset.provenanceUrl) return;
-  if (!provenance) {
-    const response = await fetch(source.dataset.provenanceUrl);
-    provenance = response.ok ? await response.json() : { lines: {} };
+  const inline = document.getElementById("provenance-data");  // an offline report (webapp/offline.py) holds every line
+  if (!box || !(source.dataset.provenanceUrl || inline)) return;
+  if (!provenance.has(line) && inline) {
+    provenance.set(line, JSON.parse(inline.textContent)[String(line)] ?? null);
+  } else if (!provenance.has(line)) {  // one small piece per line, stored with the report
+    const response = await fetch(`${source.dataset.provenanceUrl}?line=${line}`);
+    provenance.set(line, response.ok ? await response.json() : null);
   }
-  const entry = provenance.lines[String(line)] || { dynamo: [], aten: [], kernels: [] };
+  const entry = provenance.get(line) || { dynamo: [], aten: [], kernels: [], totals: {} };
+  const totals = entry.totals || {};
   const code = document.getElementById(`L-${line}`)?.textContent.trim() || "";
-  const nodeList = (title, nodes) => {
+  const nodeList = (title, nodes, total) => {
     const byGraph = new Map();
     for (const node of nodes) {
       if (!byGraph.has(node.graph)) byGraph.set(node.graph, { title: node.title, names: [] });
       byGraph.get(node.graph).names.push(node.name ?? node.node);
     }
     return element("div", { className: "prov-group" }, [
-      element("h4", { textContent: `${title} (${nodes.length})` }),
+      element("h4", { textContent: `${title} (${total ?? nodes.length}${total > nodes.length ? `, first ${nodes.length} listed` : ""})` }),
       ...(nodes.length ? [...byGraph].map(([graph, { title: graphTitle, names }]) => element("p", {}, [
         element("a", { href: graphHref(graph), textContent: graphTitle, className: "graph-link" }), ": ",
         ...names.flatMap((name) => [element("a", { href: graphHref(graph, name), textContent: name, className: "chip node-link" }), " "]),
@@ -71,10 +75,10 @@ async function selectLine(line) {
   box.replaceChildren(
     element("h3", { textContent: `Line ${line}` }),
     element("pre", { className: "text", textContent: code }),
-    nodeList("Dynamo nodes", entry.dynamo),
-    nodeList("ATen nodes", entry.aten),
+    nodeList("Dynamo nodes", entry.dynamo, totals.dynamo),
+    nodeList("ATen nodes", entry.aten, totals.aten),
     element("div", { className: "prov-group" }, [
-      element("h4", { textContent: `Kernels (${entry.kernels.length})` }),
+      element("h4", { textContent: `Kernels (${totals.kernels ?? entry.kernels.length})` }),
       entry.kernels.length
         ? element("p", {}, entry.kernels.flatMap((name) => [element("a", { href: kernelHref(name), textContent: name, className: "chip kernel-link" }), " "]))
         : element("p", { className: "none", textContent: "none" }),

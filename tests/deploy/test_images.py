@@ -113,8 +113,9 @@ def test_entry_commands_are_the_launchers_subcommands():
 class FakeChild:
     """Stands in for serve()'s subprocesses: records the command and exits at once."""
     started = []
+    pid = -1  # never the pid os.wait() reports below: the web server "ended"
 
-    def __init__(self, command, env):
+    def __init__(self, command, env, **_options):
         self.started.append(command)
 
     def poll(self):

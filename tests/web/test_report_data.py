@@ -5,12 +5,12 @@ import os
 
 from sqlalchemy import delete, select, update
 
-from contract import graphs
+from contract import graphs, provenance
 from webapp import reportview
 
 from storage import runstore
 from storage.config import PROJECT_ROOT
-from storage.models import ReportGraph, ReportSection
+from storage.models import ReportGraph, ReportPiece, ReportSection
 
 
 def _report(name: str) -> dict:
@@ -77,10 +77,32 @@ def test_graphs_are_stored_as_the_viewer_reads_them_and_built_on_first_request_f
 
 def test_provenance_ties_a_line_to_its_dynamo_nodes_aten_nodes_and_kernels(client, db):
     slug = _store(db, _report("seed"))
-    line = client.get(f"/r/{slug}/provenance.json").get_json()["lines"]["6"]
+    line = client.get(f"/r/{slug}/provenance.json?line=6").get_json()
     assert [n["node"] for n in line["dynamo"]] == ["sin", "cos", "mul", "tanh", "add"]  # the input is no op
     assert {n["graph"] for n in line["aten"]} == {"aot-0", "postgrad-0"}
     assert line["kernels"] == ["cpp_fused_add_cos_mul_sin_tanh_0"]
+    assert line["totals"] == {"dynamo": 5, "aten": len(line["aten"]), "kernels": 1}
+    assert client.get(f"/r/{slug}/provenance.json?line=1").get_json()["dynamo"] == []  # an import: nothing
+    assert client.get(f"/r/{slug}/provenance.json").status_code == 400  # one line at a time
+
+
+def test_provenance_is_stored_with_the_report_and_derived_once_for_a_run_stored_before(client, db):
+    slug = _store(db, _report("seed"))
+    run = runstore.get_run(db, slug)
+    stored = db.scalars(select(ReportPiece.key).where(ReportPiece.run_id == run.id)).all()
+    assert runstore.provenance_key(6) in stored  # derived when stored: a request reads one small row
+    expected = client.get(f"/r/{slug}/provenance.json?line=6").get_json()
+    db.execute(delete(ReportPiece).where(ReportPiece.run_id == run.id))  # as a run stored before pieces were
+    db.commit()
+    assert client.get(f"/r/{slug}/provenance.json?line=6").get_json() == expected
+    assert db.scalar(select(ReportPiece.body).where(ReportPiece.run_id == run.id,
+                                                    ReportPiece.key == runstore.provenance_key(6)))
+
+
+def test_a_line_behind_a_huge_graph_lists_a_capped_number_of_nodes_with_the_total():
+    nodes = [{"name": f"add_{i}", "op": "call_function", "file": "model.py", "line": 3} for i in range(3000)]
+    lines = provenance.by_line({"dynamo": {"graphs": [{"compile_id": "0/0", "nodes": nodes}]}}, "model.py")
+    assert len(lines[3]["dynamo"]) == provenance.MAX_PER_LINE and lines[3]["totals"]["dynamo"] == 3000
 
 
 def test_kernels_sorted_by_measured_time_with_roofline_share_on_the_h200():

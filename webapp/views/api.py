@@ -7,6 +7,7 @@ from webapp import context, security
 
 from storage import runstore
 from storage.models import FINISHED_STATUSES, RUNNING, Run
+from webapp.heavy import heavy_slot
 from webapp.submission import validate
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -23,19 +24,27 @@ def create_run():
                                   online_queues=runstore.online_queues(session, settings))
     if errors:
         return jsonify(errors=errors), 400
-    limited = security.rate_limited()
-    if limited:
-        return jsonify(errors={"rate_limit": limited[0]}), 429, {"Retry-After": str(limited[1])}
     run = submit(submission)
+    if run is None:
+        message, wait = security.rate_limited() or RATE_LIMITED
+        return jsonify(errors={"rate_limit": message}), 429, {"Retry-After": str(wait)}
     return jsonify(id=run.slug, url=url_for("pages.report", slug=run.slug, _external=True),
                    status_url=url_for("api.get_run", slug=run.slug, _external=True),
                    report_url=url_for("api.get_report", slug=run.slug, _external=True)), 202
 
 
-def submit(submission: runstore.Submission, parent: Run | None = None) -> Run:
-    """Store and enqueue a validated run (the form posts here too); ``parent``: the run it re-runs."""
+# What a rejected submission says if the window slid on between the check and the message.
+RATE_LIMITED = ("Too many runs from this address: try again in a minute.", 60)
+
+
+def submit(submission: runstore.Submission, parent: Run | None = None) -> Run | None:
+    """Store and enqueue a validated run (the form posts here too); None when the client is over its rate limit
+    (checked atomically with the insert). ``parent``: the run it re-runs with other settings."""
     session = context.session()
-    run = runstore.create_run(session, submission, client=security.client_id(), parent=parent)
+    run = runstore.create_run(session, submission, client=security.client_id(), limit=security.submission_limit(),
+                              parent=parent)
+    if run is None:
+        return None
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever
@@ -93,7 +102,9 @@ def get_report(slug: str):
     if not runstore.has_report(session, run):
         return jsonify(status=run.status, error="This run has no report yet." if run.status not in
                        FINISHED_STATUSES else "This run ended without a report (see its error)."), 409
-    return Response(runstore.report_json_text(session, run), mimetype="application/json")
+    with heavy_slot():
+        text = runstore.report_json_text(session, run)
+    return Response(text, mimetype="application/json")
 
 
 def _run_or_404(slug: str) -> Run:

@@ -8,6 +8,7 @@ import os
 from flask import Blueprint, Response, abort, render_template
 from markupsafe import Markup
 
+from contract import provenance
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.models import IMPORT, Run, utcnow
@@ -62,7 +63,9 @@ def export_html(slug: str):
         for tab in STAGE_TABS
     }
     full = runstore.load_sections(session, run, ["dynamo", "aot", "inductor"])
-    provenance = offline.data_url(json.dumps(reportview.provenance(full, run.filename)))
+    # Every line's piece, inline (report-ui.js reads it where the page would fetch one line's).
+    pieces = {str(line): entry for line, entry in provenance.by_line(full, run.filename).items()}
+    provenance_json = Markup(json.dumps(pieces).replace("</", "<\\/"))
     has_chart = any('class="chart"' in html for html in tabs.values())
     scripts = {"report": offline.script_file("report.js"), "bundle": offline.viewer_bundle()}
     if has_chart:
@@ -79,7 +82,7 @@ def export_html(slug: str):
         css=Markup(_read_css()),
         highlight_css=Markup(stylesheet()),
         csp=csp,
-        provenance_url=provenance,
+        provenance_json=provenance_json,
         source_listing=listing(run.code, "L"),
         trace_import=trace_import,
         exported_at=runstore.iso(utcnow()),

@@ -5,12 +5,13 @@ from flask import Blueprint, Response, abort, jsonify, redirect, render_template
 
 from contract.vocab import DEFAULT_CONFIGS, STAGES
 from webapp import context, reportview, security
+from webapp.heavy import heavy_slot
 from storage import runstore
 from webapp.examples import list_examples, read_example
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
-from webapp.views.api import submit
+from webapp.views.api import RATE_LIMITED, submit
 
 bp = Blueprint("pages", __name__)
 
@@ -73,11 +74,11 @@ def create_run():
                                       online_queues=runstore.online_queues(session, settings))
     if errors:
         return _form_page(form, errors), 422
-    limited = security.rate_limited()
-    if limited:
-        return _form_page(form, {"code": limited[0]}), 429, {"Retry-After": str(limited[1])}
     parent = runstore.get_run(session, form["rerun"]) if form["rerun"] else None
     run = submit(submission, parent=parent)
+    if run is None:
+        message, wait = security.rate_limited() or RATE_LIMITED
+        return _form_page(form, {"code": message}), 429, {"Retry-After": str(wait)}
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
 
@@ -133,7 +134,9 @@ def report(slug: str, tab: str):
 def graph(slug: str, graph_id: str):
     """One graph for the viewer (contract.graphs.graph_payload), sent as stored: pages list graphs, and each is fetched
     when it is shown."""
-    text = runstore.graph_json_text(context.session(), _run_or_404(slug), graph_id)
+    run = _run_or_404(slug)
+    with heavy_slot():
+        text = runstore.graph_json_text(context.session(), run, graph_id)
     if text is None:
         abort(404)
     # A finished report never changes.
@@ -142,12 +145,17 @@ def graph(slug: str, graph_id: str):
 
 @bp.get("/r/<slug>/provenance.json")
 def provenance(slug: str):
-    """Each user line's Dynamo nodes, ATen nodes and kernels: read when the user selects a line."""
+    """One user line's Dynamo nodes, ATen nodes and kernels (``?line=N``; contract.provenance), read when the
+    user selects the line: a small row stored with the report, never derived per request."""
+    session = context.session()
     run = _run_or_404(slug)
-    sections = runstore.load_sections(context.session(), run, ["dynamo", "aot", "inductor"])
-    response = jsonify(reportview.provenance(sections, run.filename))
-    response.headers["Cache-Control"] = "private, max-age=3600"
-    return response
+    line = request.args.get("line", type=int)
+    if line is None or not 0 < line < 10**7:
+        return jsonify(error="Ask for one line of the file: provenance.json?line=N"), 400
+    if not runstore.has_report(session, run):
+        abort(404)
+    return Response(runstore.line_provenance_text(session, run, line), mimetype="application/json",
+                    headers={"Cache-Control": "private, max-age=3600"})  # a stored report never changes
 
 
 @bp.get("/r/<slug>/report.json")
@@ -156,7 +164,9 @@ def download(slug: str):
     run = _run_or_404(slug)
     if not runstore.has_report(session, run):
         abort(404)
-    return Response(runstore.report_json_text(session, run), mimetype="application/json", headers={
+    with heavy_slot():
+        text = runstore.report_json_text(session, run)
+    return Response(text, mimetype="application/json", headers={
         "Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'})
 
 

@@ -1,0 +1,246 @@
+"""Every process of one job, as one unit: limited together, measured together, killed together.
+
+Where the worker may create cgroups (a root worker on cgroup v1, or a delegated cgroup v2 subtree), each job gets
+its own: the kernel then enforces the job's memory (all its processes together, swap included) and its number of
+processes and threads, counts what hit a limit (so a failure names the right one), and lists every process of
+the job, whatever it forked, double-forked or daemonised, so the parent can kill them all. Without cgroups the
+parent falls back to a watchdog: the processes descending from the job's first process, their resident memory
+summed every poll. Parent side only; pure Python.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+# The files of each cgroup version: limits written at creation, counters read when the job ends.
+V1 = {
+    "memory": ("memory", "memory.limit_in_bytes"),
+    "swap": ("memory", "memory.memsw.limit_in_bytes"),
+    "pids": ("pids", "pids.max"),
+    "oom": ("memory", "memory.oom_control", "oom_kill"),
+    "pids_hit": ("pids", "pids.events", "max"),
+    "peak": ("memory", "memory.max_usage_in_bytes"),
+}
+V2 = {
+    "memory": ("", "memory.max"),
+    "swap": ("", "memory.swap.max"),
+    "pids": ("", "pids.max"),
+    "oom": ("", "memory.events", "oom_kill"),
+    "pids_hit": ("", "pids.events", "max"),
+    "peak": ("", "memory.peak"),
+}
+
+
+class JobGroup:
+    """One job's processes. ``cgroup`` is None when the machine gives us none: then the watchdog measures."""
+
+    def __init__(self, name: str, memory_bytes: int | None, process_limit: int):
+        self.memory_bytes, self.process_limit = memory_bytes, process_limit
+        self.root_pid: int | None = None
+        self.dirs: dict[str, str] = {}  # controller ("" for v2) -> this job's cgroup folder
+        self.files = V1
+        self._join_fds: list[int] = []
+        try:
+            self._create(name)
+        except OSError:
+            self._remove_dirs()
+            self.dirs = {}
+
+    @property
+    def enforced(self) -> bool:
+        """True when the kernel limits the job as a whole (a cgroup); False: the watchdog does."""
+        return bool(self.dirs)
+
+    def describe(self) -> str:
+        if not self.dirs:
+            return "watchdog"
+        return "cgroup v2" if self.files is V2 else "cgroup v1"
+
+    def _create(self, name: str) -> None:
+        if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):
+            self.files = V2
+            controllers = {"": os.path.join(CGROUP_ROOT, _own_cgroup("")[1:])}
+        else:
+            controllers = {c: os.path.join(CGROUP_ROOT, c, _own_cgroup(c)[1:]) for c in ("memory", "pids")}
+        for controller, parent in controllers.items():
+            if not os.access(parent, os.W_OK):
+                raise PermissionError(parent)
+            folder = os.path.join(parent, name)
+            os.mkdir(folder)
+            self.dirs[controller] = folder
+        if self.memory_bytes is not None:
+            self._write("memory", str(self.memory_bytes))
+            try:
+                self._write("swap", str(self.memory_bytes) if self.files is V1 else "0")
+            except OSError:  # no swap accounting on this kernel: there is then no swap to escape to either
+                pass
+        self._write("pids", str(self.process_limit))
+        self._join_fds = [
+            os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()
+        ]
+
+    def join_in_child(self) -> None:
+        """Popen's preexec_fn: the new process enters the job's cgroups before it runs anything (no allocation,
+        no lock: only writes to descriptors opened by the parent)."""
+        pid = str(os.getpid()).encode()
+        for fd in self._join_fds:
+            os.write(fd, pid)
+
+    def started(self, pid: int) -> None:
+        self.root_pid = pid
+        for fd in self._join_fds:
+            os.close(fd)
+        self._join_fds = []
+
+    def pids(self) -> list[int]:
+        """Every live process of the job."""
+        if self.dirs:
+            folder = self.dirs.get("pids") or self.dirs[""]
+            try:
+                with open(os.path.join(folder, "cgroup.procs")) as f:
+                    return [int(line) for line in f if line.strip()]
+            except OSError:
+                return []
+        return _descendants(self.root_pid) if self.root_pid else []
+
+    def memory_used(self) -> int:
+        """Resident bytes of the job's processes together (the watchdog's measure; a cgroup enforces its own)."""
+        total = 0
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, IndexError, ValueError):
+                pass
+        return total
+
+    def kill_all(self, timeout_s: float = 5.0) -> bool:
+        """SIGKILL every process of the job until none is left; True when none is."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pids = self.pids()
+            if self.root_pid and _alive(self.root_pid):
+                pids.append(self.root_pid)
+            if not pids:
+                return True
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+
+    def counter(self, name: str) -> int:
+        """A kernel counter of the job's cgroup: "oom" (processes the OOM killer ended), "pids_hit" (forks refused
+        at the process limit), "peak" (bytes); 0 without a cgroup."""
+        controller, filename, *key = self.files[name]
+        folder = self.dirs.get(controller)
+        if folder is None:
+            return 0
+        try:
+            with open(os.path.join(folder, filename)) as f:
+                text = f.read()
+        except OSError:
+            return 0
+        if not key:
+            return int(text.strip() or 0)
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == key[0]:
+                return int(parts[1])
+        return 0
+
+    def close(self) -> None:
+        """Kill what is left and remove the cgroups."""
+        self.kill_all()
+        for fd in self._join_fds:
+            os.close(fd)
+        self._join_fds = []
+        self._remove_dirs()
+
+    def _write(self, name: str, value: str) -> None:
+        controller, filename = self.files[name][:2]
+        with open(os.path.join(self.dirs[controller], filename), "w") as f:
+            f.write(value)
+
+    def _remove_dirs(self) -> None:
+        for folder in self.dirs.values():
+            for _ in range(50):  # the last killed processes leave the cgroup a moment after they die
+                try:
+                    os.rmdir(folder)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+
+def remove_stale(older_than_s: float = 60.0) -> list[str]:
+    """Remove job cgroups left empty by a worker that died mid-job (its jobs' processes killed since); a cgroup
+    younger than ``older_than_s`` may belong to a job that is just starting, and is left alone."""
+    removed = []
+    try:
+        parents = (
+            [os.path.join(CGROUP_ROOT, _own_cgroup("")[1:])]
+            if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
+            else [os.path.join(CGROUP_ROOT, c, _own_cgroup(c)[1:]) for c in ("memory", "pids")]
+        )
+    except (OSError, FileNotFoundError):
+        return removed
+    for parent in parents:
+        try:
+            names = [n for n in os.listdir(parent) if n.startswith("pt2scope-job-")]
+        except OSError:
+            continue
+        for name in names:
+            folder = os.path.join(parent, name)
+            try:
+                if time.time() - os.stat(folder).st_mtime > older_than_s:
+                    os.rmdir(folder)  # refused while any process is in it
+                    removed.append(folder)
+            except OSError:
+                pass
+    return removed
+
+
+def _own_cgroup(controller: str) -> str:
+    """This process's cgroup path in the hierarchy of ``controller`` ("" for v2), from /proc/self/cgroup."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, names, path = line.rstrip("\n").split(":", 2)
+            if (controller and controller in names.split(",")) or (not controller and names == ""):
+                return path
+    raise FileNotFoundError(f"no {controller or 'v2'} cgroup")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and every process below it, from /proc (the watchdog's view without a cgroup)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if _alive(pid):
+            found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found

@@ -1,0 +1,180 @@
+"""Each attack in attacks/ run as a job (real bubblewrap, real torch, the worker's own run_job with scratch=True):
+it fails cleanly and promptly, names the right cause, and leaves nothing behind (no process, no folder, no mount,
+no cgroup, no disk space)."""
+
+import json
+import os
+import time
+
+import pytest
+
+from engine import events, jobgroup, sandbox
+from engine.job import JobRequest, run_job
+from engine.sandbox import Isolation
+
+ATTACKS = os.path.join(os.path.dirname(__file__), "attacks")
+# Tight limits so each attack ends in seconds (the defaults are in docs/security.md).
+LIMITS = dict(time_limit_s=60.0, memory_limit_mb=1536, process_limit=64, output_limit_mb=32, file_size_limit_mb=32)
+
+
+def attack(name: str) -> str:
+    with open(os.path.join(ATTACKS, f"{name}.py")) as f:
+        return f.read()
+
+
+def run_attack(tmp_path, name: str, on_event=None, **limits) -> tuple[dict, float]:
+    job_dir = str(tmp_path / name)
+    started = time.monotonic()
+    report = run_job(
+        JobRequest(code=attack(name), configs=["eager"], **{**LIMITS, **limits}),
+        job_dir=job_dir,
+        on_event=on_event,
+        isolation=Isolation(),
+        scratch=True,
+    )
+    assert not os.path.exists(job_dir), "the job's folder outlived it"
+    assert job_dir not in open("/proc/self/mounts").read()
+    return report, time.monotonic() - started
+
+
+def leftover_cgroups() -> list[str]:
+    found = []
+    for folder, dirs, _ in os.walk("/sys/fs/cgroup"):
+        found += [os.path.join(folder, d) for d in dirs if d.startswith(f"pt2scope-job-{os.getpid()}-")]
+        if folder.count("/") > 6:
+            dirs.clear()
+    return found
+
+
+def test_malformed_and_flooding_events_are_dropped_or_capped_and_the_job_succeeds(tmp_path):
+    received = []
+    report, _ = run_attack(tmp_path, "malformed_events", on_event=received.append)
+    assert report["status"] == "ok", report["failure"]
+    stages = [e for e in received if e["event"] == "stage"]
+    assert all(isinstance(e["stage"], str) and len(e["stage"]) <= 32 for e in stages)
+    assert not any("\x00" in json.dumps(e, ensure_ascii=False) for e in received)
+    assert sum(events.size(e) for e in received) <= events.EVENT_BYTES_LIMIT + 1000
+    assert "further progress events were dropped" in received[-1]["text"]
+
+
+def test_a_failing_event_handler_kills_the_whole_job_at_once(tmp_path):
+    def broken_database(event):
+        raise RuntimeError("database is gone")
+
+    report, seconds = run_attack(tmp_path, "orphan_daemon", on_event=broken_database)
+    assert seconds < 20
+    failure = report["failure"]
+    assert failure["kind"] == "internal_error" and "error id" in failure["message"]
+    assert "RuntimeError" in failure["message"] and "database is gone" not in failure["message"]
+    assert leftover_cgroups() == []
+
+
+def test_an_orphan_daemon_is_gone_before_the_next_job_which_gets_its_own_uid_and_budget(tmp_path):
+    # Address space enough for 64 threads' stacks and arenas: the process limit is what the daemon exhausts.
+    first, _ = run_attack(tmp_path, "orphan_daemon", memory_limit_mb=8192)
+    assert first["status"] == "ok", first["failure"]
+    first_uid = int(first["user_output"]["stdout"].split("UID")[1].split()[0])
+    assert sandbox.processes_of_uid(first_uid) == []  # the daemon and its threads died with the job
+    second, _ = run_attack(tmp_path, "many_threads", memory_limit_mb=8192)
+    assert second["status"] == "ok", second["failure"]
+    assert int(second["user_output"]["stdout"].split("UID")[1].split()[0]) != first_uid
+    assert leftover_cgroups() == []
+
+
+@pytest.mark.parametrize("name", ["unlinked_open_file", "fallocate_burst"])
+def test_the_output_limit_holds_for_hidden_files_and_bursts(tmp_path, name):
+    report, seconds = run_attack(tmp_path, name)
+    assert report["failure"]["kind"] == "output_limit", report["failure"]
+    assert "32 MiB" in report["failure"]["message"] and seconds < 30
+    # The folder was a tmpfs of 32 MiB: nothing reached the host's disk, and unmounting freed every byte.
+    assert report["isolation"]["enforced_by"]["output_limit_mb"] == "tmpfs size of the job folder (kernel)"
+
+
+def test_memory_is_limited_for_the_job_as_a_whole(tmp_path):
+    report, _ = run_attack(tmp_path, "memory_forks")
+    assert report["failure"]["kind"] == "memory", report["failure"]
+    assert "processes together reached the memory limit of 1536 MiB" in report["failure"]["message"]
+
+
+def test_user_namespaces_mounts_and_keyrings_are_refused_and_dev_shm_is_writable(tmp_path):
+    report, _ = run_attack(tmp_path, "user_namespace")
+    assert report["status"] == "ok", report["failure"]
+    line = next(text for text in report["user_output"]["stdout"].splitlines() if text.startswith("FOUND"))
+    found = json.loads(line[len("FOUND") :])
+    assert found["unshare_user"] == found["unshare_mount"] == found["keyctl"] == "Operation not permitted"
+    assert found["mount_tmpfs"] == "Operation not permitted" and found["unshare_binary"] != 0
+    assert found["dev_shm"] > 0
+    assert report["isolation"]["seccomp"] != "none"
+
+
+@pytest.mark.parametrize(
+    "name, kind, message",
+    [
+        ("exit_code", "crash", "exited with code 3"),
+        ("thread_budget", "processes", "process limit of 64 processes and threads reached"),
+        ("sleeping_loop", "timeout", "time limit of 8 s reached during stage 'load' at model.py:7"),
+        ("fork_bomb", "processes", "process limit of 64 processes and threads reached"),
+    ],
+)
+def test_each_failure_names_its_real_cause(tmp_path, name, kind, message):
+    # Address space enough for 64 threads (each reserves a stack and an arena): the process limit is what runs out.
+    report, seconds = run_attack(
+        tmp_path, name, time_limit_s=8.0 if name == "sleeping_loop" else 120.0, memory_limit_mb=8192
+    )
+    assert report["failure"]["kind"] == kind and message in report["failure"]["message"], (report["failure"], seconds)
+    # Not the time limit: the fork bomb's copies die as soon as the job's own process has ended (its 63 spinning
+    # copies can delay that process on a loaded 2-core machine, hence the margin).
+    assert seconds < 100, seconds
+    if name == "sleeping_loop":
+        assert report["failure"]["line"] == 7
+
+
+def test_a_thread_refused_for_address_space_is_named_memory_not_processes(tmp_path):
+    report, _ = run_attack(tmp_path, "thread_budget")  # 1536 MiB: a few dozen threads' reservations exhaust it
+    assert report["failure"]["kind"] == "memory", report["failure"]
+    assert "process limit of 64 was not reached" in report["failure"]["message"]
+
+
+@pytest.fixture
+def no_cgroups(monkeypatch):
+    """A machine that gives jobs no cgroup (a non-root worker without a delegated subtree): the watchdog's turn."""
+    monkeypatch.setattr(jobgroup, "CGROUP_ROOT", "/nonexistent-cgroup-root")
+
+
+def test_without_cgroups_the_watchdog_limits_the_memory_of_the_job_as_a_whole(tmp_path, no_cgroups):
+    report, _ = run_attack(tmp_path, "memory_forks")
+    assert report["isolation"]["enforced_by"]["memory_limit_mb"].startswith("parent watchdog")
+    assert report["failure"]["kind"] == "memory", report["failure"]
+    assert "processes together reached the memory limit of 1536 MiB" in report["failure"]["message"]
+
+
+def test_without_a_tmpfs_the_parent_counts_deleted_files_held_open(tmp_path, no_cgroups):
+    job_dir = str(tmp_path / "job")  # not scratch: the folder stays on disk, as for a non-root worker
+    report = run_job(
+        JobRequest(code=attack("unlinked_open_file"), configs=["eager"], **LIMITS),
+        job_dir=job_dir,
+        isolation=Isolation(),
+    )
+    assert report["failure"]["kind"] == "output_limit", report["failure"]
+    assert "deleted files" in report["isolation"]["enforced_by"]["output_limit_mb"]
+
+
+def test_without_the_sandbox_an_orphan_daemon_still_dies_with_its_job(tmp_path):
+    """PT2SCOPE_ISOLATION=none (a root worker): no PID namespace, but the job's cgroup lists the daemon too."""
+    job_dir = str(tmp_path / "job")
+    report = run_job(
+        JobRequest(code=attack("orphan_daemon"), configs=["eager"], **{**LIMITS, "memory_limit_mb": 8192}),
+        job_dir=job_dir,
+        isolation=Isolation(mode="none"),
+        scratch=True,
+    )
+    assert report["status"] == "ok", report["failure"]
+    survivors = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if job_dir.encode() in f.read():
+                    survivors.append(pid)
+        except OSError:
+            pass
+    assert survivors == []

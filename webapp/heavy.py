@@ -1,0 +1,31 @@
+"""Heavy reads (a whole report, one huge graph) share a few slots per web process, so no run's big data can take
+every thread and the CPU from the pages of everyone else: a request that finds no slot free within HEAVY_WAIT_S
+is answered 503 with Retry-After instead of queueing without bound. Each heavy response is stored text, sent as
+it is (never parsed or rebuilt per request), so its memory is bounded by the stored report's size cap."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+from flask import abort, jsonify, make_response
+
+HEAVY_SLOTS = 2  # per web process; gunicorn runs several processes of several threads each
+HEAVY_WAIT_S = 20.0
+_slots = threading.BoundedSemaphore(HEAVY_SLOTS)
+
+
+@contextmanager
+def heavy_slot():
+    if not _slots.acquire(timeout=HEAVY_WAIT_S):
+        abort(
+            make_response(
+                jsonify(error="The server is busy sending large reports: try again in a few seconds."),
+                503,
+                {"Retry-After": "5"},
+            )
+        )
+    try:
+        yield
+    finally:
+        _slots.release()
