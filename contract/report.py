@@ -72,6 +72,13 @@ class SavedMarks(Model):
     """saved for backward"""
 
 
+class RecomputedMarks(Model):
+    """Backward graph nodes (AOT, training)."""
+
+    recomputed: bool
+    """an op the partitioner runs again in the backward instead of saving its result (`partitions[].recomputed`)"""
+
+
 class KernelMarks(Model):
     """Post-grad graph nodes (Inductor)."""
 
@@ -115,7 +122,7 @@ class Node(Model):
     """`nn_module_stack`, outermost first"""
     original_aten: str | None = None
     """(AOT/post-grad) the ATen op this node was decomposed from"""
-    marks: JointMarks | SavedMarks | KernelMarks | RewrittenMarks | InputMutationMarks | None = None
+    marks: JointMarks | SavedMarks | RecomputedMarks | KernelMarks | RewrittenMarks | InputMutationMarks | None = None
     """stage-specific flags, one shape per kind of graph (below); null where the stage marks nothing"""
 
 
@@ -243,7 +250,8 @@ class Rewrite(Model):
     kind: Literal["in-place", "view"]
     count: int
     lines: list[int]
-    """the user's lines"""
+    """the user's lines of the rewritten nodes (the ATen graphs are traced node by node from the Dynamo graph,
+    keeping each node's stack trace)"""
 
 
 class InputMutation(Model):
@@ -283,7 +291,7 @@ class Aot(Model):
     """AOTAutograd: joint, forward, backward and inference graphs, the partition, functionalization, decompositions.
 
     Graph kinds: `joint`, `forward`, `backward`, `inference`. Joint nodes have `marks: {saved, recomputed,
-    backward}`; forward nodes `marks: {saved}`."""
+    backward}`; forward nodes `marks: {saved}`; backward nodes `marks: {recomputed}`."""
 
     graphs: list[Graph] = []
     partitions: list[Partition] = []

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Pipeline stages in the order a job passes through them; progress events and report["stages"] use these names.
-STAGES = ("load", "eager", "dynamo", "aot", "inductor", "benchmark", "profile", "report")
+# Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
+# collected ("report") before the benchmarks; progress events and report["stages"] use these names.
+STAGES = ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,36 @@ DEFAULT_CONFIGS = {
     "cuda": list(CONFIGS),
 }
 DEVICES = tuple(DEFAULT_CONFIGS)
+
+
+def capture_config(configs: list[str]) -> Config:
+    """The config whose compile is recorded in full: the deepest stage requested (inductor default if present)."""
+    for name in ("inductor_default", "inductor_reduce_overhead", "inductor_max_autotune", "aot_eager",
+                 "backend_eager"):
+        if name in configs:
+            return CONFIGS[name]
+    return CONFIGS["backend_eager"]
+
+
+def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
+    """The (stage, config) steps a job with these configs runs, in order, as engine/child.py's stages run them:
+    load, eager (the reference), the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its
+    backend has them), the report, one benchmark per config (compiled and warmed up: eager, the recorded config,
+    the rest), the timed rounds of all configs together (a benchmark without a config), then profiling when the
+    recorded config is an Inductor one. Progress pages show the steps still to come from it."""
+    target = capture_config(configs)
+    steps = [("load", None), ("eager", None), ("dynamo", target.name)]
+    if target.backend in ("aot_eager", "inductor"):
+        steps.append(("aot", target.name))
+    if target.backend == "inductor":
+        steps.append(("inductor", target.name))
+    steps.append(("report", None))
+    steps += [("benchmark", name) for name in dict.fromkeys(["eager", target.name, *configs]) if name in configs]
+    steps.append(("benchmark", None))
+    if target.backend == "inductor":
+        steps.append(("profile", None))
+    return steps
+
 
 # report["failure"]["kind"]: what stopped a job (docs/security.md has the limits).
 FAILURE_KINDS = {

@@ -55,8 +55,9 @@ class Job:
     def end(self, stage: str, t0: float, seconds: float | None = None, **extra) -> None:
         seconds = round(time.monotonic() - t0 if seconds is None else seconds, 4)
         self.report["stages"].append({"name": stage, "seconds": seconds, **extra})
-        self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
+        # Written before the event says so: the worker stores the finished sections when it reads the event.
         write_report(self.report, os.path.join(self.job_dir, "report.json.partial"))
+        self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
 
     def save(self) -> None:
         write_report(self.report, os.path.join(self.job_dir, "report.json"))

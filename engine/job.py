@@ -466,6 +466,13 @@ def _describe_exit(returncode: int, request: JobRequest, isolation: sandbox.Isol
     return "crash", f"the job's process exited with code {returncode} during stage '{stage}' without a report"
 
 
+def read_partial_report(job_dir: str, request: JobRequest) -> dict | None:
+    """What a running job's child has recorded so far (report.json.partial, rewritten after each stage), read as
+    untrusted data like the final report; None when there is none yet or it does not validate. For callers that
+    store finished sections while the job runs."""
+    return _read_partial_report(os.path.join(job_dir, "report.json"), request)
+
+
 def _read_child_report(path: str, request: JobRequest) -> dict | None:
     """The child's report, read as untrusted data: a regular file (no link, no pipe) within the file size limit,
     validated against the schema (contract.report; raises ReportError naming the field). None: no report."""

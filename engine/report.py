@@ -11,20 +11,20 @@ import platform
 import secrets
 
 from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
-from contract.vocab import CONFIGS, DEFAULT_CONFIGS, STAGES, Config, ConfigError, parse_configs
+from contract.vocab import (
+    CONFIGS,
+    DEFAULT_CONFIGS,
+    STAGES,
+    Config,
+    ConfigError,
+    capture_config,
+    job_plan,
+    parse_configs,
+)
 
 __all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
-           "empty_dir", "empty_report", "environment", "failed_report", "new_error_id", "parse_configs",
+           "empty_dir", "empty_report", "environment", "failed_report", "job_plan", "new_error_id", "parse_configs",
            "read_report", "write_report"]
-
-
-def capture_config(configs: list[str]) -> Config:
-    """The config whose compile is recorded in full: the deepest stage requested (inductor default if present)."""
-    for name in ("inductor_default", "inductor_reduce_overhead", "inductor_max_autotune", "aot_eager",
-                 "backend_eager"):
-        if name in configs:
-            return CONFIGS[name]
-    return CONFIGS["backend_eager"]
 
 
 def empty_report(request: dict) -> dict:

@@ -84,6 +84,7 @@ class RunEvent(Base):
     kind: Mapped[str] = mapped_column(String(32))  # the engine's "event" field: "stage", "message", ...
     stage: Mapped[str | None] = mapped_column(String(32))
     state: Mapped[str | None] = mapped_column(String(16))
+    config: Mapped[str | None] = mapped_column(String(64))  # the config a stage ran with (a benchmark's rung)
     elapsed_s: Mapped[float | None]
     seconds: Mapped[float | None]
     text: Mapped[str | None] = mapped_column(Text)

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from contract import graphs, provenance
 from contract.report import SCHEMA_VERSION, ReportError, check_version, checked_report
-from contract.vocab import STAGES
+from contract.vocab import STAGES, job_plan
 from storage.config import Settings
 from storage.models import (
     FAILED,
@@ -113,7 +113,7 @@ def store_import(session: Session, run_id: int, reports: list[dict]) -> None:
         session.add(rank_run)
         rank_runs.append(rank_run)
     run.rank = reports[0]["trace_import"]["rank"] if reports else None
-    session.flush()
+    session.commit()  # the ranks' runs (and their ids) exist before any report is stored
     for report in reports:
         for info, rank_run in zip(report["trace_import"]["ranks"], rank_runs):
             info["id"] = rank_run.slug
@@ -162,11 +162,18 @@ def record_event(session: Session, run_id: int, event: dict) -> None:
     text = event.get("text")
     if text is None and event.get("event") != "stage":  # keep unknown events readable rather than dropping them
         text = json.dumps({k: v for k, v in event.items() if k != "event"}, default=str)
+    config = event.get("config")
     session.add(RunEvent(run_id=run_id, kind=storable(event.get("event", "message"), 32),
                          stage=_short_text(event.get("stage"), 32), state=_short_text(event.get("state"), 16),
-                         elapsed_s=_number(event.get("elapsed_s")), seconds=_number(event.get("seconds")),
-                         text=storable(text)))
+                         config=_short_text(config, 64), elapsed_s=_number(event.get("elapsed_s")),
+                         seconds=_number(event.get("seconds")), text=storable(text)))
     session.commit()
+
+
+# The sections a stage tab reads, and the engine stage whose end completes them: the child collects the
+# recorded compile's artifacts in its "report" stage, before the benchmarks, so these tabs can be read while the
+# benchmarks still run. The worker stores the child's partial report when one of these stages ends.
+SECTIONS_READY_AFTER = {"dynamo": "report", "aot": "report", "inductor": "report"}
 
 
 def store_report(session: Session, run_id: int, report: dict, limit_bytes: int = REPORT_LIMIT_BYTES) -> None:
@@ -210,6 +217,19 @@ def _delete_report(session: Session, run_id: int) -> None:
     session.execute(delete(ReportSection).where(ReportSection.run_id == run_id))
     session.execute(delete(ReportGraph).where(ReportGraph.run_id == run_id))
     session.execute(delete(ReportPiece).where(ReportPiece.run_id == run_id))
+
+
+def store_partial_report(session: Session, run_id: int, report: dict) -> bool:
+    """Store what a running job has recorded so far (its report.json.partial, validated like a final report), so
+    the tabs whose stage has ended can be read before the job finishes; the final report replaces it. The run
+    stays running. False (nothing stored) when the partial report does not validate."""
+    try:
+        report = checked_report(report)
+    except ReportError:
+        return False
+    _write_report(session, run_id, report, limit_bytes=REPORT_LIMIT_BYTES)
+    session.commit()
+    return True
 
 
 def _write_report(session: Session, run_id: int, report: dict, filename: str | None = None,
@@ -383,20 +403,76 @@ def _stored_report_text(session: Session, run: Run) -> str:
 
 
 def stage_progress(run: Run) -> list[dict]:
-    """Each engine stage with its latest state (pending, started, finished, failed; skipped when the run ended
-    without starting it) and its seconds."""
-    latest = {}
-    for event in run.events:
-        if event.kind == "stage" and event.stage in STAGES:
-            latest[event.stage] = event
-    never_started = "skipped" if run.status in FINISHED_STATUSES else "pending"
+    """Each engine stage, in the order a job runs them, with its latest state (pending, started, finished,
+    failed; skipped when the run ended without starting it, or when the job's configs do not run it) and its seconds. A stage that runs once per config
+    (benchmark) is finished only when its last planned run is."""
+    steps = progress_steps(run)
     progress = []
     for stage in STAGES:
-        event = latest.get(stage)
-        progress.append({"stage": stage, "state": event.state if event else never_started,
-                         "seconds": event.seconds if event else None,
-                         "elapsed_s": event.elapsed_s if event else None})
+        mine = [step for step in steps if step["stage"] == stage]
+        if not mine:  # not part of this job (Inductor for an aot_eager job)
+            progress.append({"stage": stage, "state": "skipped", "seconds": None, "elapsed_s": None})
+            continue
+        states = {step["state"] for step in mine}
+        state = next((s for s in ("failed", "started") if s in states), None) or (
+            "finished" if states == {"finished"} else "started" if "finished" in states and "pending" in states
+            else mine[0]["state"])
+        seconds = [step["seconds"] for step in mine if step["seconds"] is not None]
+        progress.append({"stage": stage, "state": state, "seconds": sum(seconds) if seconds else None,
+                         "elapsed_s": max((step["elapsed_s"] or 0 for step in mine), default=None)})
     return progress
+
+
+def progress_steps(run: Run) -> list[dict]:
+    """The job's steps in the order they ran, then those still to come (engine.report.job_plan): each
+    {stage, config, state, seconds, elapsed_s}. A benchmark is one step per config."""
+    steps: list[dict] = []
+    for event in run.events:
+        if event.kind != "stage" or event.stage not in STAGES:
+            continue
+        step = next((s for s in reversed(steps) if s["stage"] == event.stage
+                     and (s["config"] == event.config or event.config is None or s["config"] is None)
+                     and s["state"] == "started"), None)
+        if step is None or event.state == "started":
+            step = {"stage": event.stage, "config": event.config, "state": event.state, "seconds": None,
+                    "elapsed_s": event.elapsed_s}
+            steps.append(step)
+        step.update(state=event.state, config=step["config"] or event.config,
+                    seconds=event.seconds if event.seconds is not None else step["seconds"],
+                    elapsed_s=event.elapsed_s if event.elapsed_s is not None else step["elapsed_s"])
+    seen = [(s["stage"], s["config"]) for s in steps]
+    never_started = "skipped" if run.status in FINISHED_STATUSES else "pending"
+    for stage, config in job_plan(run.configs or []):
+        if (stage, config) in seen:
+            seen.remove((stage, config))
+        elif (stage, None) in seen:  # an older event without its config
+            seen.remove((stage, None))
+        else:
+            steps.append({"stage": stage, "config": config, "state": never_started, "seconds": None,
+                          "elapsed_s": None})
+    return steps
+
+
+def time_left(steps: list[dict]) -> float | None:
+    """Seconds the steps still to come should take, estimated from those done: each about a finished benchmark's
+    time, plus the recorded compile's time for a config's benchmark that compiles it again.
+    None until the recorded compile and one benchmark have finished."""
+    done = [s for s in steps if s["state"] == "finished" and s["seconds"] is not None]
+    compile_s = sum(s["seconds"] for s in done if s["stage"] in ("dynamo", "aot", "inductor"))
+    benchmarks = [s["seconds"] for s in done if s["stage"] == "benchmark"]
+    if not benchmarks or not any(s["stage"] == "dynamo" for s in done):
+        return None
+    timing = sum(benchmarks) / len(benchmarks)
+    recorded = next((s["config"] for s in steps if s["stage"] == "dynamo"), None)
+    left = 0.0
+    for step in steps:
+        if step["state"] not in ("pending", "started"):
+            continue
+        if step["stage"] == "benchmark":  # a config's benchmark compiles it again unless it is eager or recorded
+            left += timing + (compile_s if step["config"] not in (None, "eager", recorded) else 0)
+        else:  # profile, or a stage under way: about a benchmark's time
+            left += timing
+    return round(left, 1)
 
 
 def messages(run: Run) -> list[dict]:

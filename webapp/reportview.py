@@ -4,6 +4,8 @@ Graph ids, lookup and stored graph payloads are the report's vocabulary: contrac
 """
 from __future__ import annotations
 
+import json
+import re
 from collections import defaultdict
 
 # The templates call these as view.*: the graph vocabulary lives in contract/graphs.py.
@@ -37,13 +39,13 @@ def kernel_rows(inductor: dict, runtime: dict, device_name: str | None) -> list[
     # Inductor counts bytes for the whole compile (metrics.num_bytes_accessed); with one kernel they are its bytes.
     total_bytes = (inductor.get("metrics") or {}).get("num_bytes_accessed")
     rows = []
-    for kernel in kernels:
+    for index, kernel in enumerate(kernels):
         measured = profile.get(kernel.get("name")) or {}
         total_ms, calls = measured.get("total_ms"), measured.get("calls") or 0
         bytes_accessed = kernel.get("bytes_accessed") or (total_bytes if len(kernels) == 1 else None)
         bandwidth = (bytes_accessed * calls / (total_ms / 1e3)
                      if bytes_accessed and total_ms and calls else None)
-        rows.append({**kernel, "bytes_accessed": bytes_accessed, "total_ms": total_ms, "calls": calls or None, "share": measured.get("share"),
+        rows.append({**kernel, "index": index, "bytes_accessed": bytes_accessed, "total_ms": total_ms, "calls": calls or None, "share": measured.get("share"),
                      "bandwidth": bandwidth, "roofline_share": bandwidth / ceiling if bandwidth and ceiling else None})
     rows.sort(key=lambda row: (row["total_ms"] is None, -(row["total_ms"] or 0), row.get("name") or ""))
     return rows
@@ -67,33 +69,56 @@ def graph_id_of_kernel(inductor: dict, kernel: dict) -> str | None:
     return None
 
 
-def fusion_summary(decisions: list[dict]) -> list[dict]:
-    """Inductor's fusion decisions in plain words, per (compile id, graph kind), with counts."""
-    groups: dict[tuple, dict] = {}
-    for decision in decisions:
+# Inductor's reasons for not fusing two scheduler nodes (torch/_inductor/scheduler.py), in words.
+FUSION_REASONS = {
+    "intermediate nodes between node1 & node2": "another node has to run between them: fusing would make a cycle",
+    "no shared data": "they share no buffer: fusing would save no memory traffic",
+    "Nodes are too far away. Fusing them may increase peak memory.":
+        "they are too far apart in the schedule: fusing may raise peak memory",
+    "score_fusion_memory_threshold": "they share too little memory traffic for fusing to pay off",
+    "exceeds max fusion": "the fused kernel would take more inputs than Inductor allows",
+}
+
+
+def fusion_groups(inductor: dict) -> list[dict]:
+    """Fusion decisions per graph (compile id, forward/backward), grouped by what was decided and why, in words,
+    most frequent first: {compile_id, kind, graph_id, fused, not_fused, groups: [{action, reason, words, count,
+    decisions}]}. Each decision names its two scheduler nodes (opN) with the graph nodes and kernel of each."""
+    kernel_of = {}
+    for kernel in inductor.get("kernels") or []:
+        for node in kernel.get("source_nodes") or []:
+            kernel_of.setdefault((kernel.get("compile_id"), kernel.get("graph_kind"), node), kernel.get("name"))
+    graphs: dict[tuple, dict] = {}
+    for decision in inductor.get("fusion_decisions") or []:
         key = (decision.get("compile_id"), decision.get("kind"))
-        group = groups.setdefault(key, {"compile_id": key[0], "kind": key[1], "fused": [], "not_fused": [],
-                                        "reasons": defaultdict(int)})
+        graph = graphs.setdefault(key, {"compile_id": key[0], "kind": key[1], "fused": 0, "not_fused": 0,
+                                        "graph_id": graph_id_of_kernel(inductor, {"compile_id": key[0],
+                                                                                  "graph_kind": key[1]}),
+                                        "by_reason": {}})
         count = decision.get("count") or 1
-        first = _scheduler_node(decision.get("first"), decision.get("first_ops"))
-        second = _scheduler_node(decision.get("second"), decision.get("second_ops"))
-        if decision.get("action") == "fused":
-            group["fused"].append({"text": f"fused {first} with {second}", "count": count})
-        else:
-            reason = decision.get("reason") or "no reason recorded"
-            group["not_fused"].append({"text": f"did not fuse {first} with {second}: {reason}", "count": count})
-            group["reasons"][reason] += count
-    for group in groups.values():
-        group["reasons"] = sorted(group["reasons"].items(), key=lambda item: -item[1])
-    return list(groups.values())
+        action = "fused" if decision.get("action") == "fused" else "not_fused"
+        graph[action] += count
+        reason = None if action == "fused" else decision.get("reason") or "no reason recorded"
+        group = graph["by_reason"].setdefault((action, reason), {
+            "action": action, "reason": reason, "count": 0, "decisions": [],
+            "words": "fused" if action == "fused" else f"not fused: {FUSION_REASONS.get(reason, reason)}"})
+        group["count"] += count
+        group["decisions"].append({
+            "first": _fusion_side(decision.get("first"), decision.get("first_ops"), key, kernel_of),
+            "second": _fusion_side(decision.get("second"), decision.get("second_ops"), key, kernel_of),
+            "count": count})
+    out = []
+    for graph in graphs.values():
+        groups = sorted(graph.pop("by_reason").values(), key=lambda g: (g["action"] != "fused", -g["count"]))
+        out.append({**graph, "groups": groups})
+    return out
 
 
-def _scheduler_node(name, ops, shown: int = 6) -> str:
+def _fusion_side(name, ops, graph_key: tuple, kernel_of: dict) -> dict:
+    """One scheduler node of a fusion decision: its name, graph nodes and the kernels those went into."""
     ops = list(dict.fromkeys(ops or []))
-    if not ops:
-        return str(name)
-    listed = ", ".join(ops[:shown]) + (f", +{len(ops) - shown} more" if len(ops) > shown else "")
-    return f"{name} ({listed})"
+    kernels = list(dict.fromkeys(k for op in ops if (k := kernel_of.get((*graph_key, op)))))
+    return {"name": name, "ops": ops, "kernels": kernels}
 
 
 def ir_pairs(inductor: dict) -> list[dict]:
@@ -102,6 +127,126 @@ def ir_pairs(inductor: dict) -> list[dict]:
     return [{"compile_id": ir.get("compile_id"), "kind": ir.get("kind"), "before": ir.get("text") or "",
              "after": (after.get((ir.get("compile_id"), ir.get("kind"))) or {}).get("text") or ""}
             for ir in inductor.get("ir_pre_fusion") or []]
+
+
+_IR_NODE = re.compile(r"^(\w+): (\w+)\(")
+_IR_BUFFER = re.compile(r"^    (buf\d+): ")
+
+
+def ir_nodes(text: str) -> list[dict]:
+    """The scheduler nodes of one IR dump (Inductor's ir_pre_fusion / ir_post_fusion), in order: {name, type,
+    members (the opN a fused node is made of), buffers (those it writes), text (its own lines)}. A fused node's
+    members (each printed after a ``NAME.snodes[i] =`` line) belong to it, not to the top level."""
+    nodes, previous, in_members = [], "", False
+    for line in text.splitlines():
+        match = _IR_NODE.match(line)
+        if match and not previous.rstrip().endswith("] ="):
+            name, kind = match.groups()
+            nodes.append({"name": name, "type": kind, "members": name.split("_") if "Fused" in kind else [name],
+                          "buffers": [], "lines": [line]})
+            in_members = False
+        elif nodes:
+            if re.match(rf"^{re.escape(nodes[-1]['name'])}\.snodes\[\d+\] =", line):
+                in_members = True
+            elif not in_members and (buffer := _IR_BUFFER.match(line)):
+                nodes[-1]["buffers"].append(buffer.group(1))
+            nodes[-1]["lines"].append(line)
+        previous = line
+    for node in nodes:
+        node["text"] = "\n".join(node.pop("lines")).rstrip()
+    return nodes
+
+
+def fused_node_count(text: str) -> int:
+    """How many nodes of an after-fusion IR dump are fused ones (cheap: their headers only)."""
+    return len(re.findall(r"^\w+: \w*Fused\w*\(", text, re.M))
+
+
+def ir_diff(inductor: dict, pair: dict) -> list[dict]:
+    """IR before against after fusion, one row per scheduler node after fusion: {name, type, fused (it merged
+    several nodes), members [{name, ops}], buffers [{name, node (the graph node computing it)}], kernel, before
+    (the members' IR), after (its own)}."""
+    before = {node["name"]: node for node in ir_nodes(pair["before"])}
+    ops_of, node_of_buffer = {}, {}
+    for scheduler in inductor.get("scheduler") or []:  # each opN's graph nodes, where the report has them
+        if (scheduler.get("compile_id"), scheduler.get("kind")) == (pair["compile_id"], pair["kind"]):
+            for name, node in (scheduler.get("nodes") or {}).items():
+                ops_of[name] = list(dict.fromkeys(node.get("origins") or []))
+                for buffer in node.get("writes") or []:
+                    if ops_of[name]:
+                        node_of_buffer.setdefault(buffer, ops_of[name][-1])
+    for decision in inductor.get("fusion_decisions") or []:
+        if (decision.get("compile_id"), decision.get("kind")) == (pair["compile_id"], pair["kind"]):
+            for side in ("first", "second"):
+                name = decision.get(side)
+                if isinstance(name, str) and "_" not in name:
+                    ops_of.setdefault(name, list(dict.fromkeys(decision.get(f"{side}_ops") or [])))
+    kernel_of = {}
+    for kernel in inductor.get("kernels") or []:
+        if (kernel.get("compile_id"), kernel.get("graph_kind")) == (pair["compile_id"], pair["kind"]):
+            for buffer in kernel.get("writes") or []:
+                kernel_of.setdefault(buffer, kernel.get("name"))
+    rows = []
+    for node in ir_nodes(pair["after"]):
+        kernel = next((kernel_of[b] for b in node["buffers"] if b in kernel_of), None)
+        rows.append({"name": node["name"], "type": node["type"], "fused": len(node["members"]) > 1,
+                     "members": [{"name": m, "ops": ops_of.get(m, [])} for m in node["members"]],
+                     "buffers": [{"name": b, "node": node_of_buffer.get(b)} for b in node["buffers"]],
+                     "kernel": kernel, "after": node["text"],
+                     "before": "\n\n".join(before[m]["text"] for m in node["members"] if m in before)})
+    return rows
+
+
+# Fusion decisions sent per fetch: a group of a large graph holds a thousand pairs.
+FUSION_PAGE = 150
+# A field the generic renderer draws is put in the page up to this size (its JSON); a bigger one is fetched
+# when its fold is opened.
+INLINE_FIELD_BYTES = 4000
+
+
+def json_size(value) -> int:
+    return len(json.dumps(value, default=str))
+
+
+def size_words(size: int) -> str:
+    return f"{size / 1024:.0f} KiB" if size >= 1024 else f"{size} bytes"
+
+
+def find_part(section: dict, kind: str, key: str) -> dict | None:
+    """What one lazily drawn part of a tab shows (pages.part), by kind and key; None if there is no such part.
+    kernel/NAME, fusion/GRAPH-GROUP (indexes into fusion_groups), ir/INDEX (into ir_pairs), guards/INDEX (into
+    guards_by_compile_id)."""
+    try:
+        if kind == "kernel":
+            kernel = (section.get("kernels") or [])[int(key)]
+            return {"kernel": kernel, "graph_id": graph_id_of_kernel(section, kernel)}
+        if kind == "fusion":
+            graph_index, group_index = (int(n) for n in key.split("-")[:2])
+            start = int(key.split("-")[2]) if key.count("-") == 2 else 0
+            graph = fusion_groups(section)[graph_index]
+            group = graph["groups"][group_index]
+            end = start + FUSION_PAGE
+            return {"graph": graph, "group": {**group, "decisions": group["decisions"][start:end]},
+                    "more": {"key": f"{graph_index}-{group_index}-{end}", "left": len(group["decisions"]) - end}
+                    if end < len(group["decisions"]) else None}
+        if kind == "irnode":
+            index, name = key.split("-", 1)
+            pair = ir_pairs(section)[int(index)]
+            row = next(row for row in ir_diff(section, pair) if row["name"] == name)
+            return {"row": row}
+        if kind == "ir":
+            pair = ir_pairs(section)[int(key)]
+            return {"pair": pair, "rows": ir_diff(section, pair), "index": int(key),
+                    "graph_id": graph_id_of_kernel(section, {"compile_id": pair["compile_id"],
+                                                             "graph_kind": pair["kind"]})}
+        if kind == "field":
+            return {"key": key, "value": section[key]} if key in section else None
+        if kind == "guards":
+            row = guards_by_compile_id(section)[int(key)]
+            return {"row": row, "tree": guard_tree(row["text"], row["failed"])[0]}
+    except (StopIteration, ValueError, IndexError):
+        return None
+    return None
 
 
 # Dynamo
@@ -117,19 +262,110 @@ def source_context(code: str, line: int | None, around: int = 2) -> list[dict]:
 
 
 def guards_by_compile_id(dynamo: dict) -> list[dict]:
-    """Each compiled frame's guards, with the recompile (which guard failed) that led to it, if any."""
+    """Each compiled frame's guards, with the recompile (which guard failed) that led to it, if any, and the
+    guards of this frame that a later call failed (``failed``: [{guard, recompile}], the recompile it caused)."""
     recompiles = defaultdict(list)
+    rejected = defaultdict(list)  # compile id of a rejected cache entry -> what failed in it
     for recompile in dynamo.get("recompiles") or []:
         recompiles[recompile.get("compile_id")].append(recompile)
+        for entry_id, guard in failed_guards(recompile):
+            rejected[entry_id].append({"guard": guard, "recompile": recompile.get("compile_id")})
     rows = []
     for guard in dynamo.get("guards") or []:
         text = guard.get("text") or ""
+        count = guard.get("count")
         rows.append({"compile_id": guard.get("compile_id"), "text": text.strip("\n"),
-                     "count": sum(1 for line in text.splitlines() if "GUARD" in line or "GLOBAL_STATE" in line),
-                     "recompiles": recompiles.pop(guard.get("compile_id"), [])})
+                     # torch's own count where the report has it, else the guards (leaves) of the tree
+                     "count": count if isinstance(count, int) else sum(
+                         root["count"] if root["children"] else 1 for root in guard_tree(text, [])[0]),
+                     "recompiles": recompiles.pop(guard.get("compile_id"), []),
+                     "failed": rejected.get(guard.get("compile_id"), [])})
     for compile_id, orphans in recompiles.items():  # a recompile whose guards were not recorded
-        rows.append({"compile_id": compile_id, "text": "", "count": 0, "recompiles": orphans})
+        rows.append({"compile_id": compile_id, "text": "", "count": 0, "recompiles": orphans, "failed": []})
     return rows
+
+
+def failed_guards(recompile: dict) -> list[tuple[str | None, str]]:
+    """(compile id of the cache entry whose guard failed, the failed guard in words) for one recompile: from
+    ``failed_guards`` where the report has it, else parsed from torch's reasons (``"0/0: tensor 'x' size
+    mismatch ..."``)."""
+    recorded = recompile.get("failed_guards")
+    if isinstance(recorded, list) and recorded:
+        return [(g.get("compile_id"), g.get("guard") or "") for g in recorded if isinstance(g, dict)]
+    out = []
+    for reason in recompile.get("reasons") or ([recompile["reason"]] if recompile.get("reason") else []):
+        match = re.match(r"^(\d+/\d+(?:_\d+)?): (.*)$", str(reason), re.S)
+        out.append((match.group(1), match.group(2)) if match else (None, str(reason)))
+    return out
+
+
+_GUARD_LINE = re.compile(r"^((?:\| )*)\+- (.*)$")
+
+
+def guard_tree(text: str, failed: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Dynamo's guard tree dump as nested nodes {label, text, where, kind, children, count, failed, open}, and
+    the leaves that match a failed guard (a tensor's size/stride/dtype mismatch matches its TENSOR_MATCH; any
+    other guard matches the line that holds its expression). Folds leading to a failed guard are open."""
+    roots, stack, leaves = [], [], []
+    for line in text.splitlines():
+        match = _GUARD_LINE.match(line)
+        if not match:
+            if stack and line.strip() and not line.startswith("TREE_GUARD_MANAGER"):
+                stack[-1]["text"] += " " + line.strip()
+            continue
+        depth = len(match.group(1)) // 2
+        body, _, where = match.group(2).partition("  # ")
+        label, sep, rest = body.partition(": ")
+        if not sep or not re.match(r"^[A-Za-z_]+$", label):
+            label, rest = body.strip(), ""
+        node = {"label": label, "text": rest.strip(), "where": where.strip().replace("  # ", " · "),
+                "kind": "manager" if label.endswith("GuardManager") or label == "GuardManager" else "guard",
+                "children": [], "failed": None, "open": depth == 0}
+        del stack[depth:]
+        (stack[-1]["children"] if stack else roots).append(node)
+        stack.append(node)
+    def visit(node) -> bool:  # counts the guards under each fold; marks failed leaves, opens their folds
+        hit = False
+        for child in node["children"]:
+            hit = visit(child) or hit
+        node["count"] = sum(child["count"] if child["children"] else 1 for child in node["children"])
+        if not node["children"]:
+            for f in failed:
+                if _guard_matches(node, f["guard"]):
+                    node["failed"] = f["guard"]
+                    leaves.append({**node, "recompile": f["recompile"]})
+                    hit = True
+                    break
+        if hit:
+            node["open"] = True
+        return hit or bool(node["failed"])
+    for root in roots:
+        visit(root)
+    return roots, leaves
+
+
+def _guard_matches(node: dict, guard: str) -> bool:
+    tensor = re.match(r"^tensor '([^']+)'", guard.strip())
+    if tensor:
+        name = tensor.group(1)
+        return node["label"] == "TENSOR_MATCH" and (f"'{name}'" in node["text"] or f"[{name!r}]" in node["text"])
+    expression = guard.strip()
+    return bool(expression) and expression in f"{node['label']}: {node['text']}"
+
+
+def compact_bytecode(text: str) -> str:
+    """dis output with its padding collapsed (line, offset, opname, argument, (meaning)), so the full arguments
+    fit beside each other in two columns."""
+    out = []
+    for line in text.splitlines():
+        match = re.match(r"^\s*(\d+)?\s+(>>)?\s*(\d+) ([A-Z_]+[A-Z0-9_]*)(?:\s+(\S+))?(?:\s+(\(.*\)))?\s*$", line)
+        if not match:
+            out.append(line.strip())
+            continue
+        number, jump, offset, opname, arg, meaning = match.groups()
+        out.append((f"{number or '':>3} {'>>' if jump else '  '}{offset:>4} {opname}"
+                    + (f" {arg}" if arg else "") + (f" {meaning}" if meaning else "")).rstrip())
+    return "\n".join(out)
 
 
 # Runtime
@@ -268,8 +504,7 @@ def kernel_time_chart(kernel_profile: list[dict], limit: int = 20) -> dict | Non
                       "text": [f"{100 * (r.get('share') or 0):.1f}%" for r in rows], "textposition": "auto",
                       "hovertemplate": "%{y}: %{x:.4f} ms per step<extra></extra>"}],
             "layout": {"height": max(220, 22 * len(rows) + 80), "yaxis": {"autorange": "reversed"},
-                       "xaxis": {"title": {"text": "ms per step (orange: generated by Inductor; grey: library calls)"}},
-                       "margin": {"l": 330}}}
+                       "xaxis": {"title": {"text": "ms per step"}}}}
 
 
 def busy_chart(benchmarks: list[dict]) -> dict | None:

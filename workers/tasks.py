@@ -9,7 +9,7 @@ import threading
 from celery import signals
 
 from engine import sandbox
-from engine.job import JobRequest, run_job, warm_up_shared_pch
+from engine.job import JobRequest, read_partial_report, run_job, warm_up_shared_pch
 from engine.report import new_error_id
 from storage import runstore
 from storage.db import session_factory
@@ -37,6 +37,12 @@ def run_compile(self, run_id: int) -> None:
         def record(event: dict) -> None:
             try:
                 runstore.record_event(session, run_id, event)
+                # The tabs of a finished stage are readable before the job ends: store what the child has so far.
+                if (event.get("event") == "stage" and event.get("state") == "finished"
+                        and event.get("stage") in runstore.SECTIONS_READY_AFTER.values()):
+                    partial = read_partial_report(job_dir, request)
+                    if partial:
+                        runstore.store_partial_report(session, run_id, partial)
             except Exception:
                 session.rollback()  # the job is killed (engine.job); the session must be usable to fail the run
                 raise

@@ -91,13 +91,18 @@ class AotCollector(Collector):
 
     def collect(self, report: dict, dynamo_graph_modules=()) -> None:
         section = report[self.section]
-        # Mark saved values on the forward graphs too, so a page needs no join.
+        # Mark saved values on the forward graphs, and recomputed ones on the backward graphs (the ops the
+        # partitioner chose to run again there rather than save), so a page needs no join.
         for part in self.partitions:
+            saved, recomputed = set(part["saved"]), set(part["recomputed"])
             for graph in self.graphs:
                 if graph["compile_id"] == part["compile_id"] and graph["kind"] == "forward":
-                    saved = set(part["saved"])
                     for node in graph["nodes"]:
                         node.setdefault("marks", {})["saved"] = node["name"] in saved
+                elif graph["compile_id"] == part["compile_id"] and graph["kind"] == "backward":
+                    for node in graph["nodes"]:
+                        node.setdefault("marks", {})["recomputed"] = (node["op"] == "call_function"
+                                                                      and node["name"] in recomputed)
         section["graphs"] = self.graphs
         section["partitions"] = self.partitions
         section["decompositions"] = self._decompositions()
@@ -138,9 +143,12 @@ def functionalize_graph(gm, example_inputs, user_file: str, compile_id: str) -> 
 
     fake_mode = detect_fake_mode(example_inputs)
     args = [a for a in example_inputs]
-    with fake_mode or contextlib.nullcontext():
-        before_gm = make_fx(gm)(*args)
-        after_gm = make_fx(torch.func.functionalize(gm, remove="mutations_and_views"))(*args)
+
+    def run(*inputs):  # node by node, so each ATen node inherits its Dynamo node's stack trace (the user's line)
+        return torch.fx.Interpreter(gm).run(*inputs)
+    with fake_mode or contextlib.nullcontext(), torch.fx.traceback.preserve_node_meta():
+        before_gm = make_fx(run)(*args)
+        after_gm = make_fx(torch.func.functionalize(run, remove="mutations_and_views"))(*args)
     before = serialize_graph(before_gm, user_file, compile_id=compile_id, kind="aten")
     after = serialize_graph(after_gm, user_file, compile_id=compile_id, kind="functional")
     before["ops"], after["ops"] = op_histogram(before["nodes"]), op_histogram(after["nodes"])

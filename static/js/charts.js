@@ -25,6 +25,8 @@ function setUpCharts() {
     el.dataset.drawn = "1";
     const figure = JSON.parse(el.dataset.chart);
     const layout = { ...base, ...figure.layout, margin: { ...base.margin, ...(figure.layout.margin || {}) } };
+    // Labels are never clipped: each axis grows its margin to fit its tick labels and title.
+    for (const axis of ["xaxis", "yaxis"]) layout[axis] = { automargin: true, ...(figure.layout[axis] || {}) };
     if (figure.data.length === 1) layout.showlegend = false;
     return loadPlotly().then((Plotly) => Plotly.newPlot(el, figure.data, layout, { displaylogo: false, responsive: true,
       modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"] }));

@@ -88,11 +88,65 @@ async function selectLine(line) {
   box.dataset.line = String(line);
 }
 
-function selectKernel(name) {
+// Long parts (a kernel's source, fusion decisions, IR diffs, guard trees, big raw fields) come from the server
+// when their fold is opened: .part-body[data-part-url], filled once. The fragments are the server's own HTML.
+function loadPart(body) {
+  if (!body.dataset.partUrl || body.dataset.loaded) return body.partLoad || Promise.resolve();
+  body.dataset.loaded = "loading";
+  body.partLoad = fetch(body.dataset.partUrl).then((response) => {
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return response.text();
+  }).then((html) => {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    body.replaceChildren(template.content);
+    body.dataset.loaded = "1";
+    applyFilter(body.closest("section"));
+  }).catch((error) => {
+    body.replaceChildren(element("p", { className: "none", textContent: `Could not load this part (${error.message}).` }));
+    delete body.dataset.loaded;
+  });
+  return body.partLoad;
+}
+
+function partsIn(details) {
+  return [...details.querySelectorAll(":scope > .part-body[data-part-url]")];
+}
+
+function setUpParts(root) {
+  root.addEventListener("toggle", (event) => {
+    if (event.target.open) partsIn(event.target).forEach(loadPart);
+  }, true);
+  for (const details of root.querySelectorAll("details[open]")) partsIn(details).forEach(loadPart);
+  // "Show more" in a long list: the next page replaces the button.
+  root.addEventListener("click", (event) => {
+    const button = event.target.closest("button.load-more");
+    if (!button) return;
+    const more = button.closest(".part-body.more");
+    loadPart(more).then(() => more.replaceWith(...more.childNodes));
+  });
+  for (const input of root.querySelectorAll("input.list-filter")) {
+    input.addEventListener("input", () => applyFilter(input.closest("section")));
+  }
+}
+
+// Filter boxes: hide the items of their section (data-items, a selector) that do not contain every word typed.
+function applyFilter(section) {
+  const input = section?.querySelector("input.list-filter");
+  if (!input) return;
+  const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+  for (const item of section.querySelectorAll(input.dataset.items)) {
+    const text = item.textContent.toLowerCase();
+    item.hidden = !words.every((word) => text.includes(word));
+  }
+}
+
+async function selectKernel(name) {
   const card = document.getElementById(`kernel-${name}`);
   if (!card) return;
   clearSelection();
   card.open = true;
+  await Promise.all(partsIn(card).map(loadPart));
   card.classList.add("selected");
   document.querySelector(`.kernel-row[data-kernel="${CSS.escape(name)}"]`)?.classList.add("selected");
   const lines = card.dataset.lines.split(" ").filter(Boolean).map(Number);
@@ -120,6 +174,7 @@ function route() {
 }
 
 if (report) {
+  setUpParts(report);
   setUpViewers(report);
   window.addEventListener("hashchange", route);
   // A kernel row selects its kernel even when the fragment is already the same (a second click).

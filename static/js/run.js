@@ -1,9 +1,33 @@
-// The run page while a job is queued or running: polls the API and updates the stage list; reloads into the
-// report once the run has finished.
+// The run page while a job is queued or running: polls the API and redraws the steps (in the order they run, the
+// current one named with its config, an estimate of the time left), opens each tab as soon as its stage has
+// finished, and reloads into the report once the run has finished.
 function pollRun() {
   const run = document.getElementById("run");
   if (!run) return;
   const apiUrl = run.dataset.apiUrl;
+  const currentTab = document.querySelector("nav.tabs a.active")?.id?.replace("tab-", "") || "overview";
+  const readyAtLoad = new Set([...document.querySelectorAll("nav.tabs a[href]")].map((a) => a.id.replace("tab-", "")));
+
+  function element(tag, props = {}, children = []) {
+    const el = document.createElement(tag);
+    Object.assign(el, props);
+    el.append(...children);
+    return el;
+  }
+
+  function stepItem(step) {
+    const rounds = step.stage === "benchmark" && !step.config;  // the timed rounds of every config together
+    const item = element("li", { id: `stage-${step.stage}${step.stage === "benchmark" ? `-${step.config || "rounds"}` : ""}` }, [
+      element("span", { className: "name", textContent: step.stage }), " ",
+      ...(step.config ? [element("code", { className: "config", textContent: step.config }), " "] : []),
+      ...(rounds ? [element("span", { className: "config", textContent: "timed rounds, every config" }), " "] : []),
+      element("span", { className: "state", textContent: step.state }), " ",
+      element("span", { className: "seconds", textContent: step.seconds === null ? "" : `${step.seconds.toFixed(2)} s` }),
+    ]);
+    item.dataset.stage = step.stage;
+    item.dataset.state = step.state;
+    return item;
+  }
 
   function show(data) {
     document.getElementById("status").textContent = data.status;
@@ -13,19 +37,34 @@ function pollRun() {
       queue.hidden = data.queue_position === null;
       document.getElementById("queue-position").textContent = data.queue_position ?? "";
     }
-    for (const stage of data.stages) {
-      const item = document.getElementById(`stage-${stage.stage}`);
-      if (!item) continue;
-      item.dataset.state = stage.state;
-      item.querySelector(".state").textContent = stage.state;
-      item.querySelector(".seconds").textContent = stage.seconds === null ? "" : `${stage.seconds.toFixed(2)} s`;
+    document.getElementById("stages").replaceChildren(...data.steps.map(stepItem));
+    const now = document.getElementById("progress-now");
+    const left = data.time_left_s === null ? "" : ` · about ${Math.round(data.time_left_s)} s left (estimated from the stages done)`;
+    if (data.current) {
+      now.replaceChildren("Now: ", element("strong", { textContent: data.current.stage }),
+        ...(data.current.config ? [" ", element("code", { textContent: data.current.config })] : []),
+        element("span", { id: "time-left", textContent: left }));
+    } else {
+      now.replaceChildren(data.status === "queued" ? "Waiting to start." : "", element("span", { id: "time-left", textContent: left }));
     }
     const messages = document.getElementById("messages");
-    messages.replaceChildren(...data.messages.map((m) => {
-      const li = document.createElement("li");
-      li.textContent = m.text;
-      return li;
-    }));
+    messages.replaceChildren(...data.messages.map((m) => element("li", { textContent: m.text })));
+  }
+
+  // A tab whose stage has just finished: readable now. The page itself reloads when it shows that tab (or the
+  // Overview, whose story gains the stage's facts).
+  function openTabs(ready) {
+    for (const name of ready) {
+      const tab = document.getElementById(`tab-${name}`);
+      if (tab && !tab.hasAttribute("href")) {
+        tab.href = tab.dataset.href;
+        tab.classList.remove("waiting");
+        tab.removeAttribute("aria-disabled");
+        tab.removeAttribute("title");
+      }
+    }
+    const fresh = ready.filter((name) => !readyAtLoad.has(name));
+    return fresh.includes(currentTab) || (currentTab === "overview" && fresh.length > 0 && document.getElementById("story"));
   }
 
   async function poll() {
@@ -34,7 +73,11 @@ function pollRun() {
       if (response.ok) {
         const data = await response.json();
         show(data);
-        if (data.status === "succeeded" || data.status === "failed") {
+        const finished = data.status === "succeeded" || data.status === "failed";
+        const changed = openTabs(data.tabs_ready);
+        // A Dynamo or AOTAutograd tab read while the benchmarks ran is final already: no reload to lose its place.
+        if (finished && readyAtLoad.has(currentTab) && ["dynamo", "aot"].includes(currentTab)) return;
+        if (finished || changed) {
           window.location.reload();
           return;
         }

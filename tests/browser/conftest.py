@@ -1,5 +1,7 @@
 """A live pt2scope (werkzeug server thread + a real worker on the SQLite broker) for Playwright in Debian's
 Chromium. One site per session: both browser tests share its worker."""
+import glob
+import gzip
 import json
 import os
 import threading
@@ -8,11 +10,11 @@ from dataclasses import dataclass
 import pytest
 from werkzeug.serving import make_server
 
-from tests.support import Worker, make_settings
-from webapp import create_app
 from storage import runstore
 from storage.config import PROJECT_ROOT, Settings
 from storage.db import session_factory
+from tests.support import Worker, make_settings
+from webapp import create_app
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -50,25 +52,36 @@ def site(tmp_path_factory):
         server.shutdown()
 
 
-SAMPLE_REPORTS = ("seed", "graph_break", "mlp_train", "seed_gpu")
+# Every real sample report (tests/fixtures/reports), the gallery examples and the large model among them.
+SAMPLE_REPORTS = tuple(sorted(os.path.basename(path).split(".")[0]
+                              for path in glob.glob(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "*.json*"))))
+
+
+def read_sample_report(name: str) -> dict:
+    """A sample report by name: NAME.json, or NAME.json.gz for the large ones."""
+    path = os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    with gzip.open(path + ".gz", "rt") as f:
+        return json.load(f)
 
 
 @pytest.fixture(scope="session")
 def sample_runs(site) -> dict[str, str]:
-    """The real sample reports (tests/fixtures/reports) stored as finished runs on the site: name -> slug.
-    Stored through runstore as a worker would, with their stage events, so no engine run is needed."""
+    """The real sample reports stored as finished runs on the site: name -> slug. Stored through runstore as a
+    worker would, with their stage events, so no engine run is needed."""
     slugs = {}
     with session_factory(site.settings.database_url)() as session:
         for name in SAMPLE_REPORTS:
-            with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")) as f:
-                report = json.load(f)
+            report = read_sample_report(name)
             request = report["request"]
             run = runstore.create_run(session, runstore.Submission(
                 code=report["source"]["code"], filename=report["source"]["filename"], device=request["device"],
                 train=request.get("train"), configs=request["configs"]))
             for stage in report["stages"]:
                 runstore.record_event(session, run.id, {"event": "stage", "stage": stage["name"], "state": "finished",
-                                                        "seconds": stage.get("seconds")})
+                                                        "seconds": stage.get("seconds"), "config": stage.get("config")})
             runstore.store_report(session, run.id, report)
             slugs[name] = run.slug
     return slugs

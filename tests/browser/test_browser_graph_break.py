@@ -23,8 +23,9 @@ def test_graph_break_example_shows_both_breaks_with_their_lines(site, page):
         page.get_by_label(re.compile(config)).uncheck()
     page.get_by_role("button", name="Compile").click()
 
-    expect(page.locator("#tab-dynamo")).to_be_visible(timeout=120_000)
-    expect(page.locator("#summary-breaks")).to_have_text("2")
+    expect(page.locator("#status")).to_have_text("succeeded", timeout=120_000)
+    expect(page.locator("#headlines li").first).to_contain_text("2 graph breaks split your function into 3 graphs")
+    expect(page.locator("#pipe-dynamo")).to_contain_text("2 graph breaks")
     page.locator("#tab-dynamo").click()
     rows = page.locator("#dynamo-graph_breaks table.records").first.locator("tbody tr")
     expect(rows).to_have_count(2)

@@ -4,6 +4,7 @@ import json
 import pytest
 
 from contract.report import SCHEMA_VERSION
+from contract.vocab import job_plan
 from tests.engine.conftest import NO_INDUCTOR
 
 
@@ -74,6 +75,14 @@ def test_seed_progress_events_arrive_stage_by_stage(seed):
     assert [e["elapsed_s"] for e in seed["_events"]] == sorted(e["elapsed_s"] for e in seed["_events"])
 
 
+def test_the_job_runs_its_steps_in_the_planned_order(explore, seed):
+    """The progress pages show the steps still to come from contract.vocab.job_plan: it must be the order the
+    child really runs them in (stage and config), for an Inductor ladder and for one without Inductor."""
+    for report in (seed, explore("mlp_train", NO_INDUCTOR)):
+        started = [(e["stage"], e.get("config")) for e in report["_events"] if e.get("state") == "started"]
+        assert started == job_plan(report["request"]["configs"])
+
+
 def test_graph_breaks_have_reasons_hints_and_user_lines(explore):
     report = explore("graph_break", NO_INDUCTOR)
     assert report["status"] == "ok"
@@ -95,6 +104,11 @@ def test_inplace_and_views_are_functionalized(explore):
     rewritten = {r["op"] for r in entry["rewritten"]}
     assert {"aten.add_", "aten.mul_", "aten.copy_", "aten.relu_"} <= rewritten
     assert {"aten.select", "aten.t"} <= rewritten  # views
+    # Each rewrite names the user's lines it came from (the ATen nodes keep their Dynamo node's stack trace).
+    assert all(r["lines"] for r in entry["rewritten"]), entry["rewritten"]
+    code_lines = report["source"]["code"].splitlines()
+    add_ = next(r for r in entry["rewritten"] if r["op"] == "aten.add_")
+    assert all("add_" in code_lines[line - 1] or "+=" in code_lines[line - 1] for line in add_["lines"])
     assert entry["remaining_inplace"] == []
     # What is left mutating is the write-back into the mutated input `buf`, and nothing else.
     assert [m["input"] for m in entry["input_mutations"]] == ["arg1_1"]
@@ -114,6 +128,10 @@ def test_training_mlp_has_forward_backward_and_saved_activations(explore):
     forward = next(g for g in report["aot"]["graphs"] if g["kind"] == "forward")
     marked = {n["name"] for n in forward["nodes"] if n.get("marks", {}).get("saved")}
     assert marked == set(partition["saved"]) & {n["name"] for n in forward["nodes"]}
+    # The backward graph marks the ops it recomputes instead of loading them from the forward.
+    backward = next(g for g in report["aot"]["graphs"] if g["kind"] == "backward")
+    recomputed = {n["name"] for n in backward["nodes"] if n.get("marks", {}).get("recomputed")}
+    assert partition["recomputed"] and recomputed == set(partition["recomputed"])
     assert report["aot"]["decompositions"][0]["map"] == {}, "aot_eager applies no decomposition table"
     for b in report["runtime"]["benchmarks"]:
         assert b["status"] == "ok" and b["grad_max_abs_error"] < 1e-4

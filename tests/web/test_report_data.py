@@ -6,11 +6,10 @@ import os
 from sqlalchemy import delete, select, update
 
 from contract import graphs, provenance
-from webapp import reportview
-
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.models import ReportGraph, ReportPiece, ReportSection
+from webapp import reportview
 
 
 def _report(name: str) -> dict:
@@ -118,13 +117,43 @@ def test_kernels_sorted_by_measured_time_with_roofline_share_on_the_h200():
     assert 0.55 < row["roofline_share"] < 0.7  # ../shared/notes/gpu-baseline.md measured 61% with do_bench
 
 
-def test_fusion_decisions_in_plain_words_with_counts():
-    groups = reportview.fusion_summary(_report("mlp_train")["inductor"]["fusion_decisions"])
-    backward = next(g for g in groups if g["kind"] == "backward")
-    texts = [d["text"] for d in backward["fused"]]
-    assert "fused op0 (mul_6, sum_1) with op1 (add_1, mul_3, mul_6, mul_8, sub, sum_2)" in texts
-    assert backward["reasons"][0][0] == "no shared data"
-    assert any(d["text"].startswith("did not fuse op8 (") and d["count"] == 4 for d in backward["not_fused"])
+def test_fusion_decisions_grouped_by_reason_in_words_with_their_nodes_and_kernels():
+    inductor = _report("mlp_train")["inductor"]
+    graphs = reportview.fusion_groups(inductor)
+    backward = next(g for g in graphs if g["kind"] == "backward")
+    assert backward["graph_id"] == "postgrad-1"
+    assert backward["fused"] == sum(d.get("count") or 1 for d in inductor["fusion_decisions"]
+                                    if d["kind"] == "backward" and d["action"] == "fused")
+    fused, *others = backward["groups"]
+    assert fused["words"] == "fused"
+    pair = next(d for d in fused["decisions"] if d["first"]["name"] == "op0")
+    assert pair["first"]["ops"] == ["mul_6", "sum_1"] and pair["second"]["name"] == "op1"
+    # The kernel the nodes went into, from the kernels' own source nodes.
+    kernel = next(k for k in inductor["kernels"] if k["graph_kind"] == "backward" and "sum_1" in k["source_nodes"])
+    assert pair["first"]["kernels"] == [kernel["name"]]
+    assert others[0]["reason"] == "no shared data"
+    assert others[0]["words"] == "not fused: they share no buffer: fusing would save no memory traffic"
+    assert [g["count"] for g in others] == sorted((g["count"] for g in others), reverse=True)
+
+
+def test_the_ir_diff_shows_which_nodes_fused_into_which_kernel():
+    inductor = _report("mlp_train")["inductor"]
+    pair = next(p for p in reportview.ir_pairs(inductor) if p["kind"] == "forward")
+    rows = reportview.ir_diff(inductor, pair)
+    fused = [row for row in rows if row["fused"]]
+    assert fused and all(len(row["members"]) > 1 for row in fused)
+    assert len(fused) == reportview.fused_node_count(pair["after"])
+    # Every node before fusion appears in exactly one row after it.
+    before = [node["name"] for node in reportview.ir_nodes(pair["before"])]
+    assert sorted(m["name"] for row in rows for m in row["members"]) == sorted(before)
+    kernels = {k["name"]: k for k in inductor["kernels"] if k["graph_kind"] == "forward"}
+    for row in fused:
+        buffers = {b["name"] for b in row["buffers"]}
+        assert row["kernel"] in kernels and buffers & set(kernels[row["kernel"]]["writes"])
+    # Each buffer names the graph node that computes it, one of the nodes of its scheduler node.
+    graph_nodes = {n for row in rows for m in row["members"] for n in m["ops"]}
+    assert all(b["node"] in graph_nodes for row in rows for b in row["buffers"] if b["node"])
+    assert any(b["node"] for row in rows for b in row["buffers"])
 
 
 def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():
@@ -132,3 +161,19 @@ def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():
     assert notes[0].startswith("inductor_default: host-bound. The GPU is busy only 45% of each step")
     assert "measured here it was not faster (0.174 ms per step)" in notes[0]
     assert reportview.host_bound_diagnosis(_report("seed")["runtime"]["benchmarks"]) == []  # CPU: no GPU time
+
+
+def test_the_guard_tree_folds_counts_its_guards_and_marks_the_failed_one():
+    dynamo = _report("recompile")["dynamo"]
+    first, second = reportview.guards_by_compile_id(dynamo)
+    assert first["failed"] == [{"guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6", "recompile": "0/1"}]
+    tree, failed = reportview.guard_tree(first["text"], first["failed"])
+    (root,) = tree
+    leaves = [line for line in first["text"].splitlines() if "+- " in line and "GuardManager" not in line]
+    assert root["label"] == "RootGuardManager" and root["count"] == first["count"] == len(leaves) == 14
+    (leaf,) = failed
+    assert leaf["label"] == "TENSOR_MATCH" and "size=[4, 16]" in leaf["text"]
+    tensor_fold = next(c for c in root["children"] if c["label"] == "GuardManager" and "L['x']" in c["text"])
+    assert tensor_fold["open"] and root["open"]
+    assert not any(c["open"] for c in root["children"] if c is not tensor_fold and c["children"])
+    assert second["failed"] == [] and not reportview.guard_tree(second["text"], [])[1]

@@ -24,9 +24,10 @@ def _new_run(db, report: dict):
 
 
 def _stored_as_before(db, report: dict):
-    """A run whose report was stored by an older pt2scope: its sections as they were, not validated."""
+    """A finished run whose report was stored by an older pt2scope: its sections as they were, not validated."""
     run = _new_run(db, report)
     runstore._write_report(db, run.id, report)
+    run.status = "succeeded"  # a report is served once its run has finished (a running one may be partial)
     db.commit()
     return run
 

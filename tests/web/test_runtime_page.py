@@ -51,8 +51,9 @@ def test_a_decided_gpu_speedup_is_quoted_with_its_spread_and_cuda_graphs_beside_
 
 def test_an_old_report_without_spreads_never_shows_a_bare_speedup(client, db):
     overview = _pages(client, db, "seed")["overview"]
-    summary = overview[overview.index('id="summary-speedup"') :]
-    assert summary.split("</dd>")[0].count("not decided") == 1
+    story = overview[overview.index('id="story"') : overview.index('id="overview-details"')]
+    assert "not decided: no spread recorded (3.79x from one median)" in story
+    assert "3.79×" not in story and "Compiling helped" not in story
 
 
 def test_the_cpu_kernel_table_has_bytes_and_a_roofline_share_against_the_workers_measured_bandwidth():

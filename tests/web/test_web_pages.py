@@ -74,8 +74,13 @@ def test_a_queued_run_shows_its_queue_position_and_pending_stages(client):
     location = client.post("/", data={**form_token(client), "code": SEED, "configs": ["aot_eager"]}).headers["Location"]
     html = client.get(location).get_data(as_text=True)
     assert 'id="queue-position">1<' in html
-    assert 'id="stage-dynamo" data-state="pending"' in html
-    assert 'src="/static/js/run.js"' in html and 'id="tab-dynamo"' not in html
+    # The steps in the order the job runs them: the recorded compile, its report, one benchmark per config.
+    steps = re.findall(r'<li id="stage-([a-z_-]+)" data-stage="[a-z]+" data-state="([a-z]+)"', html)
+    assert steps == [("load", "pending"), ("eager", "pending"), ("dynamo", "pending"), ("aot", "pending"),
+                     ("report", "pending"), ("benchmark-eager", "pending"), ("benchmark-aot_eager", "pending"),
+                     ("benchmark-rounds", "pending")]
+    assert 'src="/static/js/run.js"' in html
+    assert re.search(r'<a id="tab-dynamo" class="waiting" aria-disabled="true"', html)  # no link before its stage
 
 
 def _store(client, db, report: dict) -> Run:
@@ -125,9 +130,11 @@ def test_graph_breaks_link_to_the_users_lines(client, db):
 
 
 def test_a_tab_reads_only_its_own_sections(client, db, settings):
-    report = {"status": "ok", "failure": None, "dynamo": {"graphs": []},
-              "inductor": {"output_code": [{"compile_id": "0/0", "code": "HUGE_OUTPUT_CODE\n" * 20_000}]}}
+    with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "seed.json")) as f:
+        report = json.load(f)
+    report["inductor"]["output_code"][0]["code"] = "HUGE_OUTPUT_CODE\n" * 20_000
     run = _store(client, db, report)
+    assert runstore.has_report(db, run)
     engine = session_factory(settings.database_url).kw["bind"]
     fetched = []
 
@@ -145,12 +152,13 @@ def test_a_tab_reads_only_its_own_sections(client, db, settings):
 
 
 def test_a_failed_run_shows_the_error_at_the_users_line(client, db):
-    code = "import torch\n\ndef f(x)\n    return x\n"
+    code = "import torch\n\ndef f(x):\n    return x.nope()\n"
     slug = client.post("/api/runs", json={"code": code}).get_json()["id"]
     run = runstore.get_run(db, slug)
     request = {**asdict(JobRequest(code=code)), "configs": ["eager"]}
-    runstore.store_report(db, run.id, failed_report(request, "load", "syntax_error", "expected ':'", file="model.py",
-                                                    line=3, traceback_text="SyntaxError: expected ':'"))
+    runstore.store_report(db, run.id, failed_report(request, "eager", "user_exception",
+                                                    "'Tensor' object has no attribute 'nope'", file="model.py", line=4,
+                                                    traceback_text="AttributeError: 'Tensor' object has no attribute 'nope'"))
     html = client.get(f"/r/{slug}").get_data(as_text=True)
-    assert 'id="error-line"' in html and 'href="/r/' + slug + '#L-3"' in html and "def f(x)" in html
-    assert client.get(f"/api/runs/{slug}").get_json()["error"]["line"] == 3
+    assert 'id="error-line"' in html and 'href="/r/' + slug + '#L-4"' in html and "return x.nope()" in html
+    assert client.get(f"/api/runs/{slug}").get_json()["error"]["line"] == 4

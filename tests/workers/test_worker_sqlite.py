@@ -29,21 +29,26 @@ def test_seed_job_streams_stages_and_stores_its_report(sqlite_site):
     assert [b["config"] for b in report["runtime"]["benchmarks"]] == FAST_CONFIGS
     assert status["summary"]["dynamo_graphs"] == len(report["dynamo"]["graphs"])
     html = client.get(f"/r/{run_id}/dynamo").get_data(as_text=True)
-    assert 'id="dynamo-graphs"' in html and "torch.sin" in html
+    assert 'id="graph-dynamo-0"' in html and "LOAD_ATTR 1 (sin)" in html  # the graph's card, the bytecode
+    assert "torch.sin" in client.get(f"/r/{run_id}/graphs/dynamo-0.json").get_data(as_text=True)
 
 
-def test_syntax_error_fails_with_the_users_line_on_the_api_and_the_run_page(sqlite_site):
+def test_an_error_in_the_users_file_fails_with_its_line_and_a_syntax_error_is_refused_at_submit(sqlite_site):
     client, worker = sqlite_site
-    code = "import torch\n\ndef f(x)\n    return torch.sin(x)\n\nmodel = f\nexample_inputs = (torch.randn(4),)\n"
+    broken = "import torch\n\ndef f(x)\n    return torch.sin(x)\n\nmodel = f\nexample_inputs = (torch.randn(4),)\n"
+    refused = client.post("/api/runs", json={"code": broken, "configs": FAST_CONFIGS})
+    assert refused.status_code == 400 and refused.get_json()["syntax_error"]["line"] == 3  # never queued
+    code = "import torch\n\ndef f(x):\n    return torch.sin(x)\n\nmodel = g\nexample_inputs = (torch.randn(4),)\n"
     run_id = client.post("/api/runs", json={"code": code, "configs": FAST_CONFIGS}).get_json()["id"]
     status = wait_for_run(client, run_id, worker=worker)
     assert status["status"] == "failed"
     error = status["error"]
-    assert (error["stage"], error["kind"], error["file"], error["line"]) == ("load", "syntax_error", "model.py", 3)
-    assert "SyntaxError" in error["message"]
+    assert (error["stage"], error["file"], error["line"]) == ("load", "model.py", 6)
+    assert "NameError" in error["message"]
     html = client.get(f"/r/{run_id}").get_data(as_text=True)
     assert 'id="error"' in html and 'id="error-line"' in html
-    assert f'#L-{error["line"]}"' in html and "def f(x)" in html
+    assert f'#L-{error["line"]}"' in html and "model = g" in html
+    assert "No graph break" not in client.get(f"/r/{run_id}/dynamo").get_data(as_text=True)
 
 
 def test_consumed_messages_are_purged_from_the_sqlite_broker(sqlite_site):

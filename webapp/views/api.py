@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, request, url_for
 
-from webapp import context, security
-
 from storage import runstore
 from storage.models import FINISHED_STATUSES, RUNNING, Run
+from webapp import context, security, story
 from webapp.heavy import heavy_slot
-from webapp.submission import validate
+from webapp.submission import syntax_error, validate
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -23,7 +22,9 @@ def create_run():
     submission, errors = validate(data, max_code_bytes=settings.max_code_bytes,
                                   online_queues=runstore.online_queues(session, settings))
     if errors:
-        return jsonify(errors=errors), 400
+        syntax = syntax_error(data.get("code"), str(data.get("filename") or "model.py")) if isinstance(
+            data.get("code"), str) and "code" in errors else None
+        return jsonify(errors=errors, **({"syntax_error": syntax} if syntax else {})), 400
     run = submit(submission)
     if run is None:
         message, wait = security.rate_limited() or RATE_LIMITED
@@ -73,6 +74,7 @@ def get_run(slug: str):
 
 def status_of(run: Run) -> dict:
     session = context.session()
+    steps, error, finished = runstore.progress_steps(run), runstore.error_of(run), run.status in FINISHED_STATUSES
     return {
         "id": run.slug,
         "url": url_for("pages.report", slug=run.slug, _external=True),
@@ -86,12 +88,19 @@ def status_of(run: Run) -> dict:
         "started_at": runstore.iso(run.started_at),
         "finished_at": runstore.iso(run.finished_at),
         "stages": runstore.stage_progress(run),
+        # The steps in the order they run (a benchmark per config), those to come included; the one under way;
+        # the seconds left, estimated from the steps done; the stage tabs readable now.
+        "steps": steps,
+        "current": next((s for s in steps if s["state"] == "started"), None),
+        "time_left_s": None if finished else runstore.time_left(steps),
+        "tabs_ready": sorted(story.tabs_ready(runstore.stage_progress(run), run.status, error,
+                                              runstore.has_report(session, run))),
         "messages": runstore.messages(run),
-        "error": runstore.error_of(run),
+        "error": error,
         "engine_seconds": run.engine_seconds,
         "summary": run.summary,
         "report_url": url_for("api.get_report", slug=run.slug, _external=True)
-        if run.status in FINISHED_STATUSES else None,
+        if finished else None,
     }
 
 
@@ -99,7 +108,7 @@ def status_of(run: Run) -> dict:
 def get_report(slug: str):
     session = context.session()
     run = _run_or_404(slug)
-    if not runstore.has_report(session, run):
+    if run.status not in FINISHED_STATUSES or not runstore.has_report(session, run):
         return jsonify(status=run.status, error="This run has no report yet." if run.status not in
                        FINISHED_STATUSES else "This run ended without a report (see its error)."), 409
     with heavy_slot():

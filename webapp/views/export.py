@@ -12,7 +12,7 @@ from contract import provenance
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.models import IMPORT, Run, utcnow
-from webapp import context, offline, reportview
+from webapp import context, offline, reportview, story
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.views.pages import DRAWN_FIELDS, EXTRA_SECTIONS, NOT_IN_OVERVIEW, STAGE_TABS, TABS
 
@@ -36,6 +36,8 @@ def _tab_html(run: Run, tab: str, sections: dict, renderer: Renderer) -> str:
         listing=listing,
         title_of=title_of,
         device_name=(run.environment or {}).get("device_name"),
+        error=runstore.error_of(run),
+        states=story.stage_states(runstore.stage_progress(run), run.status, runstore.error_of(run)),
     )
 
 

@@ -3,20 +3,20 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from contract.vocab import DEFAULT_CONFIGS, STAGES
-from webapp import context, reportview, security
-from webapp.heavy import heavy_slot
+from contract.vocab import DEFAULT_CONFIGS
 from storage import runstore
-from webapp.examples import list_examples, read_example
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
+from webapp import context, reportview, security, story
+from webapp.examples import list_examples, read_example
+from webapp.heavy import heavy_slot
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
 from webapp.views.api import RATE_LIMITED, submit
 
 bp = Blueprint("pages", __name__)
 
-# Report tabs and the sections each reads; Overview reads every section no stage tab claims (and not the code,
-# which the run row already holds), so a tab never loads another tab's artifacts.
+# Report tabs and the sections each reads; Overview reads every section (stage sections as outlines, without
+# graph nodes; not the code, which the run row already holds) to tell the story of the four stages.
 STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
 TABS = {"overview": "Overview", **STAGE_TABS}
 NOT_IN_OVERVIEW = [*STAGE_TABS, "source", "trace_import"]  # an import's facts head every tab instead
@@ -27,7 +27,9 @@ DRAWN_FIELDS = {
     "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "not_in_log"},
     "aot": {"graphs", "partitions", "functionalization", "decompositions", "not_in_log"},
     "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion", "not_in_log"},
-    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile", "not_in_log"},
+    # timing, recorded_config, first_call_ms: in the ledes; job_seconds: the Overview's "the whole job took".
+    "runtime": {"benchmarks", "compile_seconds", "compile_timeline", "kernel_profile", "cudagraphs", "timing",
+                "recorded_config", "first_call_ms", "job_seconds", "not_in_log"},
 }
 
 
@@ -109,25 +111,56 @@ def report(slug: str, tab: str):
     if run.status == RUNNING:
         runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
     finished = run.status in FINISHED_STATUSES
-    if finished and tab == "overview":
-        sections = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
-    elif finished:  # graphs without their nodes: each viewer fetches its own
+    progress = runstore.stage_progress(run)
+    steps = runstore.progress_steps(run)
+    error = runstore.error_of(run)
+    stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
+    ready = story.tabs_ready(progress, run.status, error, stored)
+    if stored and tab == "overview":  # the story reads every section; graphs without their nodes
+        sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
+    elif tab in ready:  # graphs without their nodes: each viewer fetches its own
         sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
     else:
         sections = {}
     trace_import = (runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
                     if finished and run.kind == IMPORT else None)
+    states = story.stage_states(progress, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
+    tale = story.story(sections, progress=progress, run_status=run.status, failure=error,
+                       filename=run.filename) if tab == "overview" else None
     return render_template(
-        "run.html", run=run, tab=tab, tabs=TABS, finished=finished, stages=runstore.stage_progress(run),
-        stage_names=STAGES, queue_position=runstore.queue_position(session, run), error=runstore.error_of(run),
+        "run.html", run=run, tab=tab, tabs=TABS, finished=finished, steps=steps, time_left=runstore.time_left(steps),
+        queue_position=runstore.queue_position(session, run), error=error,
         messages=runstore.messages(run), sections=sections, stage=stage_sections, other_fields=other_fields,
-        has_report=finished and runstore.has_report(session, run), renderer=Renderer(run.filename),
+        has_report=stored, tabs_ready=ready, states=states, view_story=tale, renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"), title_of=title_of, view=reportview, listing=listing,
         present="present" in request.args, device_name=(run.environment or {}).get("device_name"),
         worker_online=bool(runstore.online_queues(session, context.settings())), trace_import=trace_import,
         parent=session.get(Run, run.parent_id) if run.parent_id else None)
+
+
+# The long parts of a tab drawn only when opened (templates/report/parts.html): kind -> the tab that holds it.
+PARTS = {"kernel": {"inductor"}, "fusion": {"inductor"}, "ir": {"inductor"}, "irnode": {"inductor"}, "guards": {"dynamo"},
+         "field": set(STAGE_TABS)}
+
+
+@bp.get("/r/<slug>/part/<tab>/<kind>/<key>")
+def part(slug: str, tab: str, kind: str, key: str):
+    """One long part of a tab as an HTML fragment: a kernel's source, a group of fusion decisions, the IR diff
+    of one graph, one frame's guard tree. A finished report never changes."""
+    session = context.session()
+    run = _run_or_404(slug)
+    if tab not in PARTS.get(kind, ()) or not runstore.has_report(session, run):
+        abort(404)
+    sections = runstore.load_sections(session, run, [tab], outlines=True)
+    section = sections.get(tab) or {}
+    found = reportview.find_part(section, kind, key)
+    if found is None:
+        abort(404)
+    html = render_template("report/part.html", run=run, tab=tab, kind=kind, part=found, listing=listing,
+                           renderer=Renderer(run.filename), title_of=title_of)
+    return Response(html, mimetype="text/html", headers={"Cache-Control": "private, max-age=3600"})
 
 
 @bp.get("/r/<slug>/graphs/<graph_id>.json")
@@ -162,12 +195,18 @@ def provenance(slug: str):
 def download(slug: str):
     session = context.session()
     run = _run_or_404(slug)
-    if not runstore.has_report(session, run):
+    if run.status not in FINISHED_STATUSES or not runstore.has_report(session, run):
         abort(404)
     with heavy_slot():
         text = runstore.report_json_text(session, run)
     return Response(text, mimetype="application/json", headers={
         "Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'})
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    """For clients that ask for /favicon.ico without reading the page's icon link."""
+    return redirect(url_for("static", filename="favicon.svg"), code=301)
 
 
 @bp.get("/highlight.css")

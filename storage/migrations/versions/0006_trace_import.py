@@ -2,7 +2,7 @@
 (parent_id, rank), and uploads wait in trace_uploads until a worker imports them
 
 Revision ID: 0006
-Revises: 0005
+Revises: 0007
 Create Date: 2026-12-01 08:00:00.000000
 """
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0005"
+down_revision = "0007"  # re-chained at the merge: 0005 and 0007 landed first
 branch_labels = None
 depends_on = None
 

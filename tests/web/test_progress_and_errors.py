@@ -1,0 +1,149 @@
+"""Progress that tells the truth (steps in the order they run, the current one with its config, the time left,
+tabs readable as soon as their stage has finished) and errors at the right time (a syntax error at submit; a
+failed run's tabs say which stage it did not reach). Events are recorded as the worker records the engine's."""
+import json
+import os
+import re
+from dataclasses import asdict
+
+from engine.job import JobRequest
+from engine.report import failed_report
+from storage import runstore
+from storage.config import PROJECT_ROOT
+from storage.models import Run
+from tests.support import form_token
+
+
+def _report(name):
+    with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")) as f:
+        return json.load(f)
+
+
+def _queued(client, db, configs, code=None) -> Run:
+    report = _report("seed")
+    slug = client.post("/api/runs", json={"code": code or report["source"]["code"], "filename": "seed.py",
+                                          "configs": configs}).get_json()["id"]
+    return runstore.get_run(db, slug)
+
+
+def _claim(db, run):
+    """As a live worker does: claims the run and keeps beating (else the page would reap it)."""
+    runstore.beat(db, "worker-1", ["cpu"], os.getpid())
+    runstore.claim_run(db, run.id, "worker-1", os.getpid())
+
+
+def _event(db, run, stage, state, seconds=None, config=None, elapsed=None):
+    runstore.record_event(db, run.id, {"event": "stage", "stage": stage, "state": state, "seconds": seconds,
+                                       "config": config, "elapsed_s": elapsed})
+
+
+def test_progress_lists_the_steps_in_run_order_names_the_current_one_and_estimates_the_rest(client, db):
+    run = _queued(client, db, ["eager", "aot_eager", "inductor_default"])
+    _claim(db, run)
+    for stage, seconds in (("load", 2.0), ("eager", 0.1), ("dynamo", 0.5), ("aot", 1.0), ("inductor", 8.0),
+                           ("report", 0.1)):
+        _event(db, run, stage, "started", config="inductor_default" if stage in ("dynamo", "aot", "inductor") else None)
+        _event(db, run, stage, "finished", seconds,
+               config="inductor_default" if stage in ("dynamo", "aot", "inductor") else None)
+    _event(db, run, "benchmark", "started", config="eager")
+    _event(db, run, "benchmark", "finished", 1.5, config="eager")
+    _event(db, run, "benchmark", "started", config="inductor_default")
+    status = client.get(f"/api/runs/{run.slug}").get_json()
+    steps = [(s["stage"], s["config"], s["state"]) for s in status["steps"]]
+    assert steps == [
+        ("load", None, "finished"), ("eager", None, "finished"), ("dynamo", "inductor_default", "finished"),
+        ("aot", "inductor_default", "finished"), ("inductor", "inductor_default", "finished"),
+        ("report", None, "finished"), ("benchmark", "eager", "finished"),
+        ("benchmark", "inductor_default", "started"), ("benchmark", "aot_eager", "pending"),
+        ("benchmark", None, "pending"), ("profile", None, "pending")]
+    assert status["current"]["stage"] == "benchmark" and status["current"]["config"] == "inductor_default"
+    # Still to come: this benchmark, the timed rounds and profiling (about a benchmark each), and aot_eager, which
+    # compiles again (about the recorded compile, 9.5 s).
+    assert status["time_left_s"] == 1.5 + (9.5 + 1.5) + 1.5 + 1.5
+    # A stage that runs once per config is not finished while one of its runs is still to come.
+    by_stage = {s["stage"]: s["state"] for s in status["stages"]}
+    assert by_stage["benchmark"] == "started" and by_stage["profile"] == "pending"
+    html = client.get(f"/r/{run.slug}").get_data(as_text=True)
+    assert 'Now: <strong>benchmark</strong>' in html and "<code>inductor_default</code>" in html
+    assert "about 16 s left" in html
+
+
+def test_a_tab_opens_as_soon_as_its_stage_has_finished(client, db):
+    report = _report("seed")
+    run = _queued(client, db, report["request"]["configs"])
+    _claim(db, run)
+    for stage in ("load", "eager", "dynamo", "aot", "inductor"):
+        _event(db, run, stage, "finished", 0.1)
+    assert client.get(f"/api/runs/{run.slug}").get_json()["tabs_ready"] == []
+    assert "Not ready yet" in client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True)
+    # The worker stores the child's partial report when "report" ends; the benchmarks are still to come.
+    partial = {**report, "status": "running", "runtime": {**report["runtime"], "benchmarks": []}}
+    runstore.store_partial_report(db, run.id, partial)
+    _event(db, run, "report", "finished", 0.1)
+    status = client.get(f"/api/runs/{run.slug}").get_json()
+    assert status["status"] == "running" and status["tabs_ready"] == ["aot", "dynamo", "inductor"]
+    dynamo = client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True)
+    assert 'id="graph-dynamo-0"' in dynamo and "Not ready yet" not in dynamo
+    assert client.get(f"/r/{run.slug}/graphs/dynamo-0.json").status_code == 200
+    assert "Not ready yet" in client.get(f"/r/{run.slug}/runtime").get_data(as_text=True)
+    # A report is not downloadable before it is complete.
+    assert client.get(f"/r/{run.slug}/report.json").status_code == 404
+    assert client.get(f"/api/runs/{run.slug}/report").status_code == 409
+    overview = client.get(f"/r/{run.slug}").get_data(as_text=True)
+    assert 'id="pipe-dynamo" data-state="done"' in overview and 'id="pipe-runtime" data-state="pending"' in overview
+
+
+def test_a_syntax_error_is_answered_at_submit_with_its_line_and_nothing_is_queued(client, db, broker_messages):
+    code = "import torch\n\ndef f(x)\n    return x\n"
+    response = client.post("/api/runs", json={"code": code, "filename": "broken.py"})
+    assert response.status_code == 400
+    body = response.get_json()
+    assert body["syntax_error"]["line"] == 3 and body["syntax_error"]["code"] == "def f(x)"
+    assert body["errors"]["code"].startswith("Syntax error at line 3, column 9 of broken.py: expected ':'")
+    page = client.post("/", data={**form_token(client), "code": code, "configs": ["eager"]})
+    assert page.status_code == 422
+    assert "Syntax error at line 3" in page.get_data(as_text=True)
+    assert db.query(Run).count() == 0 and broker_messages() == 0
+
+
+def test_a_failed_runs_tabs_say_which_stage_it_did_not_reach(client, db):
+    run = _queued(client, db, ["eager", "aot_eager"])
+    _event(db, run, "load", "started")
+    _event(db, run, "load", "failed")
+    request = {**asdict(JobRequest(code=run.code)), "configs": run.configs}
+    runstore.store_report(db, run.id, failed_report(request, "load", "user_exception",
+                                                    "NameError: name 'modle' is not defined", line=9))
+    dynamo = client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True)
+    assert "No graph break" not in dynamo
+    assert "the run failed during load, before it reached Dynamo" in " ".join(dynamo.split())
+    overview = client.get(f"/r/{run.slug}").get_data(as_text=True)
+    assert overview.count('data-state="not_reached"') == 4
+    assert "The run failed during load at line 9: NameError" in overview
+    assert "Not reached: TorchDynamo, AOTAutograd, TorchInductor, Runtime." in overview
+
+
+def test_every_page_has_a_favicon(client):
+    html = client.get("/").get_data(as_text=True)
+    assert 'rel="icon" type="image/svg+xml" href="/static/favicon.svg"' in html
+    assert client.get("/static/favicon.svg").status_code == 200
+    assert client.get("/favicon.ico").headers["Location"].endswith("/static/favicon.svg")
+
+
+def test_a_run_that_failed_in_dynamo_marks_that_stage_and_the_ones_it_did_not_reach(client, db):
+    run = _queued(client, db, ["eager", "aot_eager"])
+    for stage in ("load", "eager"):
+        _event(db, run, stage, "finished", 0.1)
+    _event(db, run, "dynamo", "started", config="aot_eager")
+    _event(db, run, "dynamo", "failed", config="aot_eager")
+    request = {**asdict(JobRequest(code=run.code)), "configs": run.configs}
+    message = "torch.compile failed in stage 'dynamo': Unsupported: data-dependent branch\n" + "  frame\n" * 50
+    runstore.store_report(db, run.id, failed_report(request, "dynamo", "compile_error", message, line=6))
+    overview = client.get(f"/r/{run.slug}").get_data(as_text=True)
+    states = dict(re.findall(r'id="pipe-(\w+)" data-state="(\w+)"', overview))
+    assert states == {"dynamo": "failed", "aot": "not_reached", "inductor": "not_reached", "runtime": "not_reached"}
+    assert "failed here: torch.compile failed in stage &#39;dynamo&#39;: Unsupported: data-dependent branch<" in overview
+    dynamo = " ".join(client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True).split())
+    assert "No graph break:" not in dynamo
+    assert "No graph break recorded: the run failed during dynamo" in dynamo
+    aot = " ".join(client.get(f"/r/{run.slug}/aot").get_data(as_text=True).split())
+    assert "the run failed during dynamo, before it reached AOTAutograd" in aot
