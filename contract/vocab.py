@@ -7,6 +7,7 @@ from here.
 """
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 # Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
@@ -118,3 +119,8 @@ def parse_configs(names, device: str) -> list[str]:
         raise ConfigError(f"unknown config {', '.join(map(repr, unknown))}: choose from {', '.join(CONFIGS)}")
     wanted = set(names) | {"eager"}
     return [n for n in CONFIGS if n in wanted]
+
+
+def new_error_id() -> str:
+    """The id an internal error is logged with and shown to the user as (never our traceback or paths)."""
+    return secrets.token_hex(6)

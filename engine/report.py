@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import secrets
 
 from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
 from contract.vocab import (
@@ -19,6 +18,7 @@ from contract.vocab import (
     ConfigError,
     capture_config,
     job_plan,
+    new_error_id,
     parse_configs,
 )
 
@@ -43,11 +43,6 @@ def failed_report(request: dict, stage: str, kind: str, message: str, *, file=No
                                 traceback=traceback_text).model_dump()
     report["errors"].append({"stage": stage, "message": message, "traceback": None})
     return report
-
-
-def new_error_id() -> str:
-    """The id an internal error is logged with and shown to the user as (never our traceback or paths)."""
-    return secrets.token_hex(6)
 
 
 def write_report(report: dict, path: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
-from engine.report import new_error_id
+from contract.vocab import new_error_id
 from webapp.security import message_page
 
 bp = Blueprint("errors", __name__)

@@ -10,7 +10,7 @@ from celery import signals
 
 from engine import sandbox
 from engine.job import JobRequest, read_partial_report, run_job, warm_up_shared_pch
-from engine.report import new_error_id
+from contract.vocab import new_error_id
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
