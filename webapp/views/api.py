@@ -38,11 +38,12 @@ def create_run():
 RATE_LIMITED = ("Too many runs from this address: try again in a minute.", 60)
 
 
-def submit(submission: runstore.Submission) -> Run | None:
+def submit(submission: runstore.Submission, parent: Run | None = None) -> Run | None:
     """Store and enqueue a validated run (the form posts here too); None when the client is over its rate limit
-    (checked atomically with the insert)."""
+    (checked atomically with the insert). ``parent``: the run it re-runs with other settings."""
     session = context.session()
-    run = runstore.create_run(session, submission, client=security.client_id(), limit=security.submission_limit())
+    run = runstore.create_run(session, submission, client=security.client_id(), limit=security.submission_limit(),
+                              parent=parent)
     if run is None:
         return None
     try:
