@@ -245,8 +245,9 @@ class Recompile(Model):
 class Bytecode(Model):
     compile_id: str | None
     name: str
-    file: str
-    line: int
+    file: str | None
+    """null in a report imported from a TORCH_TRACE log (the log names the function only)"""
+    line: int | None
     original: str
     """dis text"""
     transformed: str
@@ -275,6 +276,9 @@ class Dynamo(Model):
     recompiles: list[Recompile] = []
     bytecode: list[Bytecode] = []
     summary: DynamoSummary = Field(default_factory=DynamoSummary)
+    not_in_log: list[str] = []
+    """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
+    a TORCH_TRACE log" there); a field is listed only while empty"""
 
 
 # --- aot -------------------------------------------------------------------------------------------------------
@@ -341,6 +345,9 @@ class Aot(Model):
     partitions: list[Partition] = []
     functionalization: list[Functionalization] = []
     decompositions: list[Decomposition] = []
+    not_in_log: list[str] = []
+    """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
+    a TORCH_TRACE log" there); a field is listed only while empty"""
 
 
 # --- inductor --------------------------------------------------------------------------------------------------
@@ -403,6 +410,9 @@ class Kernel(Model):
     """buffers it writes"""
     provenance: Literal["source-node comment", "provenance tracking", "buffer writes"] | None
     """where `source_nodes` came from"""
+    post_grad_nodes: list[str] = []
+    """(imported logs) the post-grad nodes Inductor's provenance tracking names for it (`cppCodeToPost`); the
+    source-node comment names nodes before decomposition"""
 
 
 class OutputCode(Model):
@@ -449,6 +459,9 @@ class Inductor(Model):
     metrics: InductorMetrics = Field(default_factory=InductorMetrics)
     perf_hints: list[str] = []
     """Inductor's performance hints"""
+    not_in_log: list[str] = []
+    """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
+    a TORCH_TRACE log" there); a field is listed only while empty"""
 
 
 # --- runtime ---------------------------------------------------------------------------------------------------
@@ -840,6 +853,9 @@ class Runtime(Model):
     kernel_profile_summary: KernelProfileSummary = Field(default_factory=KernelProfileSummary)
     job_seconds: float | None = None
     """wall time of the whole job, as the parent saw it"""
+    not_in_log: list[str] = []
+    """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
+    a TORCH_TRACE log" there); a field is listed only while empty"""
 
 
 # --- top level -------------------------------------------------------------------------------------------------
@@ -960,6 +976,10 @@ class Source(Model):
 
     filename: str = "model.py"
     code: str = ""
+    path: str | None = None
+    """(imported logs) the job's file as the log names it"""
+    not_in_log: bool = False
+    """(imported logs) true: the code is not in a TORCH_TRACE log, `code` is empty"""
 
 
 class Environment(Model):
@@ -977,13 +997,36 @@ class Environment(Model):
     cuda_version: str | None = None
     gpu_memory_gb: float | None = None
     compute_capability: str | None = None
+    devices: list[str] = []
+    """(imported logs) the devices of the tensors the job's compiles traced"""
+    rank: int | None = None
+    """(imported logs) the rank whose log this report was made of"""
+
+
+class CacheEvent(Model):
+    """(imported logs) one cache hit, miss or bypass the job logged."""
+
+    event: str
+    """the artifact, e.g. `fx_graph_cache_hit`, `aotautograd_cache_miss`, `fx_graph_cache_bypass`"""
+    compile_id: str | None
+    key: str | None = None
+    cache_state: str | None = None
+    cache_event_time: int | float | None = None
+    time_saved_ns: int | None = None
+    reason: str | None = None
+    cache_bypass_reason: str | None = None
+    cache_bypass_exception_type: str | None = None
 
 
 class Caches(Model):
     """The compile caches during the recorded compile."""
 
-    state: Literal["cold"] | None = None
-    """cold: each job has a new kernel cache folder"""
+    state: Literal["cold", "from the log"] | None = None
+    """cold: each job has a new kernel cache folder; from the log: an imported log, with the job's own caches"""
+    events: list[CacheEvent] = []
+    """(imported logs) the cache hits, misses and bypasses the log holds"""
+    counts: dict[str, int] = {}
+    """(imported logs) events per kind"""
     inductor_cache_dir_was_empty: bool | None = None
     fx_graph_cache_during_capture: bool | None = None
     """false: graph caches would hide IR, fusion and post-grad graphs"""
@@ -1095,6 +1138,107 @@ class ErrorEntry(Model):
     traceback: str | None = None
 
 
+class MalformedLine(Model):
+    line: int
+    reason: str
+    text: str
+    """the line's first 300 characters"""
+
+
+class TraceFile(Model):
+    """What reading one rank's log file met."""
+
+    name: str
+    rank: int | None
+    bytes: int
+    """characters read (decompressed)"""
+    lines: int
+    records: int
+    malformed: int
+    """lines that are no record: counted and skipped, never fatal"""
+    malformed_samples: list[MalformedLine]
+    """the first 20"""
+    truncated_payloads: int
+    """record payloads longer than the limit (64 MiB), cut"""
+
+
+class EventSample(Model):
+    compile_id: str | None
+    metadata: str
+    """the record's JSON (at most 4000 characters)"""
+    payload: str
+    """its payload (at most 4000 characters)"""
+
+
+class UnknownEvent(Model):
+    """An event kind this importer does not draw: kept, counted, with samples."""
+
+    event: str
+    """`artifact:<name>` for artifacts"""
+    count: int
+    samples: list[EventSample]
+    """up to 3"""
+
+
+class RankSignature(Model):
+    """What must agree between the ranks of one job."""
+
+    graphs: int
+    graph_code: str
+    """a hash of every Dynamo graph's code"""
+    graph_breaks: int
+    recompiles: int
+    kernels: list[str]
+
+
+class RankInfo(Model):
+    rank: int | None
+    file: str
+    id: str | None = None
+    """the id of this rank's run, once stored (null from `python -m engine import`)"""
+    signature: RankSignature
+    differs: list[str]
+    """the signature fields in which it differs from the first rank"""
+
+
+class FieldDifference(Model):
+    base: int | str | list[str]
+    """the first rank's value"""
+    this: int | str | list[str]
+
+
+class RankDifference(Model):
+    rank: int | None
+    fields: list[str]
+    detail: dict[str, FieldDifference]
+
+
+class TraceImport(Model):
+    """Only in a report imported from a TORCH_TRACE log (`python -m engine import`, `POST /api/traces`;
+    engine/traceimport.py): one report per rank, every section filled from the log by the live engine's own
+    parsers. Graphs are read back from their printed code (engine/fxtext.py; `module_stack` is empty,
+    `original_aten` absent); post-grad graphs are `inference` when the compile id has an inference graph, else
+    `backward` when they read tangents; `aot.partitions` come from the joint and backward graphs; the request holds
+    the import's limits. What a log cannot hold is listed per section in `not_in_log`."""
+
+    source: str
+    """the upload's name"""
+    rank: int | None
+    """this report's rank (from the file name `..._rank_N_...`); null for one unranked log"""
+    file: TraceFile
+    user_file: str | None
+    """the job's own file, as the log names it"""
+    event_counts: dict[str, int]
+    """records per event kind"""
+    unknown_events: list[UnknownEvent]
+    ranks: list[RankInfo]
+    """every rank of the upload"""
+    differing_ranks: list[RankDifference]
+    """the ranks whose compiles differ from the first rank's"""
+    not_in_log_note: str
+    """the words the pages use: 'not in a TORCH_TRACE log'"""
+
+
 class Report(Model):
     """One JSON document per job, written by the engine (`engine/child.py`, via `engine/report.py`) and read by
     the workers, the database and the pages. It is the one contract between them. Rules:
@@ -1140,6 +1284,8 @@ class Report(Model):
     """captures this torch could not make"""
     errors: list[ErrorEntry] = []
     """non-fatal errors (e.g. one benchmark config failed)"""
+    trace_import: TraceImport | None = None
+    """only in a report imported from a TORCH_TRACE log"""
 
 
 SECTIONS = tuple(Report.model_fields)

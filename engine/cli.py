@@ -26,7 +26,15 @@ def main(argv=None) -> int:
     explore.add_argument("--time-limit", type=float, default=DEFAULT_LIMITS.time_limit_s,
                          help="seconds before the job is killed")
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
+    imported = sub.add_parser("import", help="read a TORCH_TRACE log (.log, .gz, or a zip/tar of one folder with "
+                                             "one log per rank) into DIR/report.json")
+    imported.add_argument("log", help="the log TORCH_TRACE=DIR wrote, or an archive of DIR")
+    imported.add_argument("--out", help="output folder (default: a new folder named after LOG and the time)")
+    imported.add_argument("--name", help="the upload's own name, when LOG is a stored copy")
+    imported.add_argument("--max-mb", type=float, help="the most (decompressed) MiB to read")
     args = parser.parse_args(argv)
+    if args.command == "import":
+        return import_command(args)
 
     try:
         with open(args.file) as f:
@@ -65,6 +73,30 @@ def main(argv=None) -> int:
     return 0
 
 
+def import_command(args) -> int:
+    """Import in a limited child (engine/importjob.py, as a worker does): DIR/report.json for the first rank,
+    DIR/report.rank<N>.json for every further one."""
+    from engine.importjob import ImportFailed, ImportLimits, run_import
+
+    name = args.name or os.path.basename(args.log)
+    out = args.out or f"pt2scope-{name.split('.')[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    limits = ImportLimits() if args.max_mb is None else ImportLimits(max_log_mb=int(args.max_mb))
+    try:
+        reports = run_import(args.log, out, name, limits)
+    except ImportFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for i, report in enumerate(reports):
+        info = report["trace_import"]
+        rank = info["rank"]
+        path = os.path.join(out, "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json")
+        print(f"rank {rank if rank is not None else '-'}: {info['file']['records']} records, "
+              f"{info['file']['malformed']} malformed line(s)")
+        print(summary(report))
+        print(f"report: {path}")
+    return 0
+
+
 def _progress(event: dict) -> None:
     if event.get("event") != "stage":
         return
@@ -96,6 +128,11 @@ def summary(report: dict) -> str:
     warm = (rt.get("compile_cache") or {}).get("warm") or {}
     if warm.get("status") == "ok":
         lines.append(f"warm compile (fresh process, caches filled): {warm['seconds']['total']:.2f}s")
+    if report.get("trace_import"):
+        unknown = report["trace_import"]["unknown_events"]
+        if unknown:
+            lines.append("unknown events (kept): " + ", ".join(f"{u['event']} x{u['count']}" for u in unknown))
+        return "\n".join(lines)
     mode = rt.get("mode") or {}
     if mode:
         lines.append(f"mode: {mode.get('kind')} ({mode.get('reason')})")

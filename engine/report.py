@@ -48,8 +48,11 @@ def failed_report(request: dict, stage: str, kind: str, message: str, *, file=No
 def write_report(report: dict, path: str) -> None:
     """Write atomically: a reader never sees half a report."""
     tmp = f"{path}.tmp"
+    # json.dumps, not json.dump: dump streams through the pure-Python encoder, 4x slower here (0.67 s against
+    # 0.15 s for a 7 MiB imported report); the same text.
+    text = json.dumps(report, separators=(",", ":"), default=str)
     with open(tmp, "w") as f:
-        json.dump(report, f, separators=(",", ":"), default=str)
+        f.write(text)
     os.replace(tmp, path)
 
 

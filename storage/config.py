@@ -45,6 +45,10 @@ class Settings:
     proxy_count: int = 0
     # GET /api/runs lists recent runs only when the operator allows it: links are private by default.
     list_runs: bool = False
+    # TORCH_TRACE imports (docs/api.md, POST /api/traces): the largest upload, and the most bytes its logs may
+    # expand to once decompressed.
+    max_trace_mb: int = 256
+    max_trace_expanded_mb: int = 2048
     secret_key: str = ""  # signs the session cookie that carries the CSRF token; empty: kept in the instance
 
     def job_limits(self) -> dict:
@@ -122,4 +126,6 @@ SECURITY_ENV = {
     "proxy_count": "PT2SCOPE_PROXY_COUNT",
     "list_runs": "PT2SCOPE_LIST_RUNS",
     "secret_key": "PT2SCOPE_SECRET_KEY",
+    "max_trace_mb": "PT2SCOPE_MAX_TRACE_MB",
+    "max_trace_expanded_mb": "PT2SCOPE_MAX_TRACE_EXPANDED_MB",
 }

@@ -4,10 +4,12 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
+# What made a run: a pasted or uploaded model the engine ran ("job"), or an uploaded TORCH_TRACE log ("import").
+JOB, IMPORT = "job", "import"
 FINISHED_STATUSES = (SUCCEEDED, FAILED)
 
 
@@ -57,6 +59,12 @@ class Run(Base):
     error_file: Mapped[str | None] = mapped_column(String(255))
     error_line: Mapped[int | None]
     error_traceback: Mapped[str | None] = mapped_column(Text)
+
+    kind: Mapped[str] = mapped_column(String(16), default=JOB, server_default=JOB)
+    # An import's further ranks are runs of their own, each pointing at the first rank's run; a re-run of another
+    # run's code with other settings points at that run (its "compare with" default).
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"), index=True)
+    rank: Mapped[int | None]
 
     environment: Mapped[dict | None] = mapped_column(JSON)  # the report's environment (small)
     summary: Mapped[dict | None] = mapped_column(JSON)  # counts and headline numbers for the Overview
@@ -122,6 +130,18 @@ class ReportGraph(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     graph_id: Mapped[str] = mapped_column(String(64), primary_key=True)  # dynamo-0, func-0-before, ...
     body: Mapped[str] = mapped_column(Text)
+
+
+class TraceUpload(Base):
+    """An uploaded TORCH_TRACE log waiting for a worker to import it; deleted once imported. In the database,
+    like reports, because the web and worker hosts share nothing else."""
+
+    __tablename__ = "trace_uploads"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    filename: Mapped[str] = mapped_column(String(255))
+    size: Mapped[int]
+    body: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class ReportPiece(Base):

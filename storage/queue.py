@@ -9,6 +9,7 @@ from kombu.transport import sqlalchemy as kombu_sqlalchemy
 from storage.config import Settings
 
 RUN_TASK = "pt2scope.run_compile"
+IMPORT_TASK = "pt2scope.import_trace"  # a TORCH_TRACE upload (workers/imports.py)
 QUEUES = ("cpu", "gpu")
 
 # The SQLite broker polls its table; the default 1 s adds up to a second to every job's start. The transport

@@ -24,6 +24,7 @@ from storage.config import Settings
 from storage.models import (
     FAILED,
     FINISHED_STATUSES,
+    IMPORT,
     QUEUED,
     RUNNING,
     SUCCEEDED,
@@ -32,6 +33,7 @@ from storage.models import (
     ReportSection,
     Run,
     RunEvent,
+    TraceUpload,
     WorkerHeartbeat,
     utcnow,
 )
@@ -56,10 +58,12 @@ class Submission:
 
 
 def create_run(session: Session, submission: Submission, client: str | None = None,
-               limit: tuple[int, datetime] | None = None, fingerprint: str | None = None) -> Run | None:
+               limit: tuple[int, datetime] | None = None, parent: Run | None = None,
+               fingerprint: str | None = None) -> Run | None:
     """Store a new queued run. With ``limit`` (count, since): only if ``client`` submitted fewer than count runs
     since then, else None; the check and the insert hold a lock per client (PostgreSQL: an advisory lock; SQLite:
-    the database's write lock), so parallel submissions cannot all pass one check."""
+    the database's write lock), so parallel submissions cannot all pass one check. ``parent``: the run this one
+    re-runs with other settings (its page then offers the comparison)."""
     if limit is not None and client is not None:
         session.commit()  # end the request's reads: the lock and the count belong to one new transaction
         dialect = session.get_bind().dialect.name
@@ -74,10 +78,52 @@ def create_run(session: Session, submission: Submission, client: str | None = No
             return None
     run = Run(code=submission.code, filename=submission.filename, device=submission.device,
               train=submission.train, configs=submission.configs, queue=QUEUE_FOR_DEVICE[submission.device],
-              client=client, fingerprint=fingerprint)
+              client=client, parent_id=parent.id if parent else None, fingerprint=fingerprint)
     session.add(run)
     session.commit()
     return run
+
+
+def create_import(session: Session, filename: str, body: bytes, client: str | None = None) -> Run:
+    """A run for an uploaded TORCH_TRACE log, with the upload waiting beside it for a worker."""
+    run = Run(kind=IMPORT, code="", filename=filename, device="cpu", train=None, configs=[], queue="cpu",
+              client=client)
+    session.add(run)
+    session.flush()
+    session.add(TraceUpload(run_id=run.id, filename=filename, size=len(body), body=body))
+    session.commit()
+    return run
+
+
+def take_upload(session: Session, run_id: int) -> TraceUpload | None:
+    return session.get(TraceUpload, run_id)
+
+
+def drop_upload(session: Session, run_id: int) -> None:
+    session.execute(delete(TraceUpload).where(TraceUpload.run_id == run_id))
+    session.commit()
+
+
+def store_import(session: Session, run_id: int, reports: list[dict]) -> None:
+    """Store an import's reports: the first rank in the run itself, every further rank in a run of its own (kind
+    "import", parent_id the first run); each report's trace_import.ranks[].id then names the run of that rank."""
+    run = session.get(Run, run_id)
+    rank_runs = [run]
+    for report in reports[1:]:
+        rank_run = Run(kind=IMPORT, code="", filename=run.filename, device=run.device, train=None, configs=[],
+                       queue=run.queue, client=None, parent_id=run.id, status=RUNNING,
+                       rank=report["trace_import"]["rank"], started_at=run.started_at)
+        session.add(rank_run)
+        rank_runs.append(rank_run)
+    run.rank = reports[0]["trace_import"]["rank"] if reports else None
+    session.commit()  # the ranks' runs (and their ids) exist before any report is stored
+    for report in reports:
+        for info, rank_run in zip(report["trace_import"]["ranks"], rank_runs):
+            info["id"] = rank_run.slug
+    for report, rank_run in zip(reports[1:], rank_runs[1:]):
+        store_report(session, rank_run.id, report)
+    session.execute(delete(TraceUpload).where(TraceUpload.run_id == run_id))
+    store_report(session, run_id, reports[0])
 
 
 # The software whose versions decide what a job measures: torch, Triton, Python on the worker, and this report

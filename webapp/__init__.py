@@ -26,9 +26,10 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = 4 * settings.max_code_bytes  # the code plus the form around it
 
     from storage.queue import make_celery
-    from webapp import context, security
-    from webapp import errors
-    from webapp.views import api, pages, status
+    from webapp import context, errors, security
+
+    # traces and diff add their JSON routes (POST /api/traces, GET /api/diff/...) to api.bp: imported first.
+    from webapp.views import api, diff, export, pages, status, traces
 
     app.extensions["pt2scope"] = context.Extension(settings=settings, celery=make_celery(settings))
     app.teardown_appcontext(context.close_session)
@@ -37,6 +38,11 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(status.bp)
     app.register_blueprint(errors.bp)
+    app.register_blueprint(traces.bp)
+    app.register_blueprint(diff.bp)
+    app.register_blueprint(export.bp)
+    # First of all request hooks: the CSRF check parses the form, and a log is larger than the app's limit.
+    app.before_request_funcs.setdefault(None, []).insert(0, traces.allow_trace_upload)
     app.register_error_handler(ReportError, _unreadable_report)
     return app
 

@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session
 
 from storage.config import Settings
 from storage.db import session_factory
-from storage.models import Run
-from storage.queue import RUN_TASK
+from storage.models import IMPORT, Run
+from storage.queue import IMPORT_TASK, RUN_TASK
 
 
 @dataclass
@@ -37,4 +37,5 @@ def close_session(_exc=None) -> None:
 
 def enqueue(run: Run) -> None:
     """Send the run to its queue; the run row is committed first, so a fast worker always finds it."""
-    current_app.extensions["pt2scope"].celery.send_task(RUN_TASK, args=[run.id], queue=run.queue)
+    task = IMPORT_TASK if run.kind == IMPORT else RUN_TASK
+    current_app.extensions["pt2scope"].celery.send_task(task, args=[run.id], queue=run.queue)

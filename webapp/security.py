@@ -15,11 +15,10 @@ from datetime import datetime, timedelta
 from flask import Flask, jsonify, render_template_string, request, session
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from webapp import context
-
 from storage import runstore
 from storage.config import Settings
 from storage.models import utcnow
+from webapp import context
 
 CSRF_FIELD = "csrf_token"
 # No inline script and no eval anywhere; styles may be inline because the editor (CodeMirror) and the graph
@@ -119,7 +118,14 @@ def _add_security_headers(response):
 
 
 def _too_large(_error):
+    from webapp.views.traces import UPLOAD_ENDPOINTS, too_large_message
+
     limit_kib = context.settings().max_code_bytes // 1024
+    if request.endpoint in UPLOAD_ENDPOINTS:
+        message = too_large_message()
+        if request.path.startswith("/api/"):
+            return jsonify(errors={"trace": message}), 413
+        return message_page("Too large", message, 413)
     message = (f"The request is too large: a model file may have at most {limit_kib} KiB (the whole request "
                f"{4 * limit_kib} KiB).")
     if request.path.startswith("/api/"):

@@ -4,4 +4,4 @@ from __future__ import annotations
 from storage.config import Settings
 from storage.queue import make_celery
 
-celery = make_celery(Settings.from_env(), include=("workers.tasks",))
+celery = make_celery(Settings.from_env(), include=("workers.tasks", "workers.imports"))

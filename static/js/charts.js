@@ -10,6 +10,8 @@ function setUpCharts() {
   };
   let plotly = null;
   function loadPlotly() {
+    // An offline report (webapp/offline.py) carries Plotly inline: nothing to fetch.
+    if (window.Plotly) plotly ??= Promise.resolve(window.Plotly);
     plotly ??= new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = charts[0].dataset.plotlyUrl;

@@ -47,8 +47,11 @@ async function selectLine(line) {
   }
   for (const viewer of viewers.values()) if (viewer.loading) viewer.load().then(() => viewer.highlightLine(line));
   const box = document.getElementById("line-provenance");
-  if (!box || !source.dataset.provenanceUrl) return;
-  if (!provenance.has(line)) {  // one small piece per line, stored with the report
+  const inline = document.getElementById("provenance-data");  // an offline report (webapp/offline.py) holds every line
+  if (!box || !(source.dataset.provenanceUrl || inline)) return;
+  if (!provenance.has(line) && inline) {
+    provenance.set(line, JSON.parse(inline.textContent)[String(line)] ?? null);
+  } else if (!provenance.has(line)) {  // one small piece per line, stored with the report
     const response = await fetch(`${source.dataset.provenanceUrl}?line=${line}`);
     provenance.set(line, response.ok ? await response.json() : null);
   }

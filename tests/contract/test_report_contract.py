@@ -129,7 +129,8 @@ def test_empty_and_failed_reports_have_every_documented_key_and_validate():
     schema = docs.json_schema()
     empty = empty_report(REQUEST)
     assert missing_keys(empty, schema, schema["$defs"]) == []
-    assert empty["status"] == "running" and empty["source"] == {"filename": "m.py", "code": "x = 1\n"}
+    assert empty["status"] == "running" and empty["source"] == {"filename": "m.py", "code": "x = 1\n", "path": None,
+                                                                 "not_in_log": False}
     failed = failed_report(REQUEST, "load", "syntax_error", "SyntaxError: invalid syntax (m.py:1)", file="m.py",
                            line=1)
     assert checked_report(failed) == failed

@@ -39,10 +39,11 @@ def create_run():
 RATE_LIMITED = ("Too many runs from this address: try again in a minute.", 60)
 
 
-def submit(submission: runstore.Submission) -> tuple[Run | None, bool]:
+def submit(submission: runstore.Submission, parent: Run | None = None) -> tuple[Run | None, bool]:
     """Store and enqueue a validated run (the form posts here too); (None, False) when the client is over its rate
     limit (checked atomically with the insert); (run, True) when an identical run (same request, same software on
-    the queue's workers) answers it instead, unless the submission asks for a fresh one."""
+    the queue's workers) answers it instead, unless the submission asks for a fresh one. ``parent``: the run it
+    re-runs with other settings."""
     session = context.session()
     fingerprint = runstore.fingerprint(submission, runstore.queue_software(
         session, context.settings(), runstore.QUEUE_FOR_DEVICE[submission.device]))
@@ -51,7 +52,7 @@ def submit(submission: runstore.Submission) -> tuple[Run | None, bool]:
         if identical is not None:
             return identical, True
     run = runstore.create_run(session, submission, client=security.client_id(), limit=security.submission_limit(),
-                              fingerprint=fingerprint)
+                              parent=parent, fingerprint=fingerprint)
     if run is None:
         return None, False
     try:

@@ -5,7 +5,7 @@ from flask import Blueprint, Response, abort, jsonify, redirect, render_template
 
 from contract.vocab import DEFAULT_CONFIGS
 from storage import runstore
-from storage.models import FINISHED_STATUSES, RUNNING, Run
+from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
 from webapp import context, reportview, security, story
 from webapp.examples import list_examples, read_example
 from webapp.heavy import heavy_slot
@@ -19,18 +19,19 @@ bp = Blueprint("pages", __name__)
 # graph nodes; not the code, which the run row already holds) to tell the story of the four stages.
 STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "runtime": "Runtime"}
 TABS = {"overview": "Overview", **STAGE_TABS}
+NOT_IN_OVERVIEW = [*STAGE_TABS, "source", "trace_import"]  # an import's facts head every tab instead
 # Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile, the
 # Runtime tab draws the job's timeline.
 EXTRA_SECTIONS = {"inductor": ["runtime"], "runtime": ["timeline"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
 DRAWN_FIELDS = {
-    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "summary"},
-    "aot": {"graphs", "partitions", "functionalization", "decompositions"},
+    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "summary", "not_in_log"},
+    "aot": {"graphs", "partitions", "functionalization", "decompositions", "not_in_log"},
     "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion",
-                 "library_calls", "metrics"},
+                 "library_calls", "metrics", "not_in_log"},
     # timing, recorded_config, first_call_ms: in the ledes; job_seconds: the Overview's "the whole job took".
     "runtime": {"benchmarks", "compile_seconds", "compile_cache", "compile_timeline", "kernel_profile", "cudagraphs",
-                "timing", "recorded_config", "first_call_ms", "job_seconds"},
+                "timing", "recorded_config", "first_call_ms", "job_seconds", "not_in_log"},
 }
 
 
@@ -40,6 +41,10 @@ def new_run():
     form = {"code": "", "filename": "model.py", "device": "cpu", "train": "auto",
             "configs": DEFAULT_CONFIGS["cpu"]}
     example = request.args.get("example")
+    rerun = runstore.get_run(context.session(), request.args.get("rerun", "")) if request.args.get("rerun") else None
+    if rerun is not None and rerun.kind != IMPORT:  # the same code, to run again with other settings
+        form.update(code=rerun.code, filename=rerun.filename, device=rerun.device, configs=rerun.configs,
+                    train={None: "auto", True: "training", False: "inference"}[rerun.train], rerun=rerun.slug)
     if example:
         code = read_example(settings.examples_dir, example)
         if code is None:
@@ -53,7 +58,8 @@ def create_run():
     settings = context.settings()
     form = {"code": request.form.get("code", ""), "filename": request.form.get("filename") or "model.py",
             "device": request.form.get("device", "cpu"), "train": request.form.get("train", "auto"),
-            "configs": request.form.getlist("configs"), "fresh": request.form.get("fresh") == "1"}
+            "configs": request.form.getlist("configs"), "rerun": request.form.get("rerun") or "",
+            "fresh": request.form.get("fresh") == "1"}
     errors = {}
     upload = request.files.get("upload")
     if upload and upload.filename:
@@ -73,7 +79,8 @@ def create_run():
                                       online_queues=runstore.online_queues(session, settings))
     if errors:
         return _form_page(form, errors), 422
-    run, reused = submit(submission)
+    parent = runstore.get_run(session, form["rerun"]) if form["rerun"] else None
+    run, reused = submit(submission, parent=parent)
     if run is None:
         message, wait = security.rate_limited() or RATE_LIMITED
         return _form_page(form, {"code": message}), 429, {"Retry-After": str(wait)}
@@ -118,6 +125,8 @@ def report(slug: str, tab: str):
         sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
     else:
         sections = {}
+    trace_import = (runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
+                    if finished and run.kind == IMPORT else None)
     states = story.stage_states(progress, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
@@ -130,8 +139,10 @@ def report(slug: str, tab: str):
         has_report=stored, tabs_ready=ready, states=states, view_story=tale, renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"), title_of=title_of, view=reportview, listing=listing,
         present="present" in request.args, reused="reused" in request.args, measured=measured_by(run),
-        train_choice={value: key for key, value in TRAIN_CHOICES.items()}[run.train], device_name=(run.environment or {}).get("device_name"),
-        worker_online=bool(runstore.online_queues(session, context.settings())))
+        train_choice={value: key for key, value in TRAIN_CHOICES.items()}[run.train],
+        device_name=(run.environment or {}).get("device_name"),
+        worker_online=bool(runstore.online_queues(session, context.settings())), trace_import=trace_import,
+        parent=session.get(Run, run.parent_id) if run.parent_id else None)
 
 
 # The long parts of a tab drawn only when opened (templates/report/parts.html): kind -> the tab that holds it.

@@ -1,0 +1,157 @@
+"""TORCH_TRACE import speed beside tlparse, on the same generated big log, in one session.
+
+The log: the recorded H200 logs (tests/fixtures/traces-h200-torch2.11) replayed with new frame ids until it
+reaches --mb, so every compile id is distinct (as in one long job with many compiled frames). Then, interleaved,
+--reps times each: `tlparse LOG -o OUT` and `python -m engine import LOG` (its child cold: torch imported too),
+wall time and peak memory (RSS, /usr/bin/time); and the worker's path (engine.importjob.run_import with its spare
+child ready, the reports read back, then runstore.store_import, which validates them, into SQLite): when the report is
+viewable. Prints medians with min-max and the load.
+    python bench/trace_import.py [--mb 100] [--reps 3] [--tlparse PATH]"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+TRACES = os.path.join(ROOT, "tests", "fixtures", "traces-h200-torch2.11")
+SOURCES = ("mlp_train_bf16", "graph_break", "recompile", "seed_default", "input_mutation_cudagraph_skip")
+
+
+def make_log(path: str, megabytes: float) -> int:
+    """Replay the recorded logs, shifting frame ids, until the file holds ``megabytes``; returns its size."""
+    records = []
+    for name in SOURCES:
+        with open(os.path.join(TRACES, f"{name}.trace.log")) as f:
+            records.append(f.read().splitlines(keepends=True))
+    target, written, offset = megabytes * 1024**2, 0, 0
+    with open(path, "w") as out:
+        while written < target:
+            for lines in records:
+                frames = 0
+                for line in lines:
+                    start = line.find("] {")
+                    if not line.startswith("\t") and start >= 0 and '"frame_id"' in line:
+                        meta = json.loads(line[start + 2 :])
+                        frames = max(frames, meta["frame_id"] + 1)
+                        meta["frame_id"] += offset
+                        line = line[: start + 2] + json.dumps(meta) + "\n"
+                    out.write(line)
+                    written += len(line)
+                offset += frames
+    return os.path.getsize(path)
+
+
+def timed(command: list[str]) -> tuple[float, int]:
+    """(wall seconds, peak RSS in MiB) of one command."""
+    started = time.monotonic()
+    done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], capture_output=True, text=True, cwd=ROOT)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{command[0]} failed:\n{done.stderr[-2000:]}")
+    return wall, int(done.stderr.strip().splitlines()[-1]) // 1024
+
+
+def wait_idle(pid: int) -> None:
+    """Until the process has used no CPU for a second: the spare child has loaded the importer and waits."""
+
+    def cpu():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    last, still = cpu(), 0
+    while still < 4:
+        time.sleep(0.25)
+        now = cpu()
+        still, last = (still + 1 if now == last else 0), now
+
+
+def worker_path(log: str, out: str, url: str) -> tuple[float, float]:
+    """What a worker does with a spare child ready: (import seconds: run_import, reports read back;
+    store seconds: runstore.store_import, validation included, into SQLite)."""
+    from engine import importjob
+    from storage import runstore
+    from storage.db import session_factory
+
+    limits = importjob.ImportLimits(time_limit_s=900.0)
+    importjob.start_spare(limits)  # as the worker does after each import
+    wait_idle(importjob._spare[limits].pid)
+    started = time.monotonic()
+    reports = importjob.run_import(log, out, "big.log", limits)
+    imported = time.monotonic() - started
+    with session_factory(url)() as session:
+        run = runstore.create_import(session, "big.log", b"-")
+        started = time.monotonic()
+        runstore.store_import(session, run.id, reports)
+        return imported, time.monotonic() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=float, default=100)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--tlparse", default=shutil.which("tlparse") or os.path.join(os.path.dirname(sys.executable), "tlparse")
+    )
+    args = parser.parse_args()
+    folder = tempfile.mkdtemp(prefix="pt2scope-bench-trace-")
+    log = os.path.join(folder, "dedicated_log_torch_trace_big.log")
+    size = make_log(log, args.mb)
+    print(
+        f"log: {size / 1024**2:.1f} MiB, {sum(1 for _ in open(log)):,} lines; load before: "
+        f"{open('/proc/loadavg').read().strip()}",
+        flush=True,
+    )
+    from storage.db import migrate
+
+    url = f"sqlite:///{folder}/bench.sqlite"
+    migrate(url)
+    results = {"tlparse": [], "pt2scope import": []}
+    worker = []
+    for rep in range(args.reps):
+        for name in results:  # interleaved: all see the same machine, rep by rep
+            out = os.path.join(folder, f"out-{name.split()[0]}-{rep}")
+            command = (
+                [args.tlparse, log, "-o", out, "--overwrite", "--no-browser"]
+                if name == "tlparse"
+                else [sys.executable, "-m", "engine", "import", log, "--out", out]
+            )
+            wall, rss = timed(command)
+            results[name].append((wall, rss))
+            print(f"  {name:<16} rep {rep + 1}: {wall:6.2f} s, {rss:5d} MiB peak", flush=True)
+        imported, stored = worker_path(log, os.path.join(folder, f"out-worker-{rep}"), url)
+        worker.append((imported, stored))
+        print(
+            f"  worker path      rep {rep + 1}: import {imported:6.2f} s (spare child), store {stored:5.2f} s, "
+            f"viewable after {imported + stored:6.2f} s",
+            flush=True,
+        )
+    report_mb = os.path.getsize(os.path.join(folder, "out-pt2scope-0", "report.json")) / 1024**2
+    print(f"load after: {open('/proc/loadavg').read().strip()}")
+    for name, runs in results.items():
+        walls, rss = [w for w, _ in runs], [r for _, r in runs]
+        median = statistics.median(walls)
+        print(
+            f"{name:<16} median {median:6.2f} s (min {min(walls):.2f}, max {max(walls):.2f}), "
+            f"{size / 1024**2 / median:5.1f} MiB/s, peak RSS median {statistics.median(rss)} MiB "
+            f"(max {max(rss)})"
+        )
+    viewable = [i + s for i, s in worker]
+    print(
+        f"report.json {report_mb:.1f} MiB; worker path (spare child ready; storage validates, then stores in "
+        f"SQLite): import median {statistics.median(i for i, _ in worker):.2f} s, store median "
+        f"{statistics.median(s for _, s in worker):.2f} s, viewable after median {statistics.median(viewable):.2f} s "
+        f"(min {min(viewable):.2f}, max {max(viewable):.2f})"
+    )
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""Two reports side by side: what changed between two runs (pasted or imported), as plain data. No torch, no web.
+
+    compare(a, b) -> {summary, compile_seconds, benchmarks, graphs, kernels, guards}
+
+- summary: counts (graphs, graph breaks, recompiles, AOT graphs, kernels) and the compile total, with deltas;
+- compile_seconds: per stage; benchmarks: per config, median, speedup and max error in each run;
+- graphs: each stage's graphs paired (by compile id and kind, else by order), with nodes added, removed and
+  changed. Nodes are matched by what they compute and where it came from, (op, target, source line), not by name:
+  FX names shift whenever an earlier node is added;
+- kernels: matched by name, else by graph kind and ATen ops, with a unified diff of their sources;
+- guards: per compile id, the guard lines only one run has (object ids and addresses, which differ in every
+  process, are masked first).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections import defaultdict
+
+from contract.graphs import graphs_of_tab
+
+SOURCE_DIFF_LINES = 400  # a kernel's diff is cut after this many lines
+_VOLATILE = re.compile(r"0x[0-9a-f]{6,}|\b\d{7,}\b")  # ids and addresses
+_GUARD_WHERE = re.compile(r"\s+# .*$")  # "  # x.py:3 in f": where the guard was made
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _delta(a, b):
+    a, b = _number(a), _number(b)
+    return None if a is None or b is None else round(b - a, 6)
+
+
+def summary(report: dict) -> dict:
+    dynamo, aot = report.get("dynamo") or {}, report.get("aot") or {}
+    inductor, runtime = report.get("inductor") or {}, report.get("runtime") or {}
+    return {
+        "dynamo_graphs": len(dynamo.get("graphs") or []),
+        "graph_breaks": sum(b.get("count") or 1 for b in dynamo.get("graph_breaks") or []),
+        "recompiles": len(dynamo.get("recompiles") or []),
+        "guards": len(dynamo.get("guards") or []),
+        "aot_graphs": len(aot.get("graphs") or []),
+        "post_grad_graphs": len(inductor.get("post_grad_graphs") or []),
+        "kernels": len(inductor.get("kernels") or []),
+        "compile_seconds_total": (runtime.get("compile_seconds") or {}).get("total"),
+    }
+
+
+def node_key(node: dict) -> tuple:
+    """What a node computes and where it came from: its op, target and the user's line behind it."""
+    return (node.get("op"), node.get("target"), os.path.basename(node.get("file") or ""), node.get("line"))
+
+
+def _node_view(node: dict) -> dict:
+    return {
+        "name": node.get("name"),
+        "op": node.get("op"),
+        "target": node.get("target"),
+        "line": node.get("line"),
+        "shape": node.get("shape"),
+        "dtype": node.get("dtype"),
+    }
+
+
+def diff_nodes(a_nodes: list[dict], b_nodes: list[dict]) -> dict:
+    """Nodes added, removed and changed (same key, other shape, dtype or number of inputs) between two graphs."""
+    pending = defaultdict(list)
+    for node in a_nodes:
+        pending[node_key(node)].append(node)
+    added, changed, same = [], [], 0
+    for node in b_nodes:
+        matches = pending.get(node_key(node))
+        if not matches:
+            added.append(_node_view(node))
+            continue
+        old = matches.pop(0)
+        what = [field for field in ("shape", "dtype") if old.get(field) != node.get(field)]
+        if len(old.get("args") or []) != len(node.get("args") or []):
+            what.append("inputs")
+        if what:
+            changed.append({"a": _node_view(old), "b": _node_view(node), "fields": what})
+        else:
+            same += 1
+    removed = [_node_view(node) for nodes in pending.values() for node in nodes]
+    return {"added": added, "removed": removed, "changed": changed, "same": same}
+
+
+def _pair(a_items: list, b_items: list, key) -> list[tuple]:
+    """Pair items by key (in order within a key); the rest by position; unpaired sides are None."""
+    by_key = defaultdict(list)
+    for i, item in enumerate(b_items):
+        by_key[key(item)].append(i)
+    pairs, used = [], set()
+    unmatched_a = []
+    for item in a_items:
+        candidates = by_key.get(key(item))
+        if candidates:
+            j = candidates.pop(0)
+            used.add(j)
+            pairs.append((item, b_items[j]))
+        else:
+            unmatched_a.append(item)
+    rest_b = [b_items[j] for j in range(len(b_items)) if j not in used]
+    for i in range(max(len(unmatched_a), len(rest_b))):
+        pairs.append((unmatched_a[i] if i < len(unmatched_a) else None, rest_b[i] if i < len(rest_b) else None))
+    return pairs
+
+
+def diff_graphs(a: dict, b: dict) -> list[dict]:
+    out = []
+    for tab in ("dynamo", "aot", "inductor"):
+        a_graphs, b_graphs = graphs_of_tab(tab, a.get(tab) or {}), graphs_of_tab(tab, b.get(tab) or {})
+        key = lambda entry: (entry["graph"].get("compile_id"), entry["graph"].get("kind"))  # noqa: E731
+        for ga, gb in _pair(a_graphs, b_graphs, key):
+            base = ga or gb
+            entry = {
+                "stage": tab,
+                "title": base["title"],
+                "a_id": ga and ga["id"],
+                "b_id": gb and gb["id"],
+                "a_title": ga and ga["title"],
+                "b_title": gb and gb["title"],
+                "a_nodes": len(ga["graph"].get("nodes") or []) if ga else 0,
+                "b_nodes": len(gb["graph"].get("nodes") or []) if gb else 0,
+            }
+            entry.update(
+                diff_nodes(ga["graph"].get("nodes") or [] if ga else [], gb["graph"].get("nodes") or [] if gb else [])
+            )
+            entry["identical"] = bool(ga and gb) and not (entry["added"] or entry["removed"] or entry["changed"])
+            out.append(entry)
+    return out
+
+
+def _kernel_shape(kernel: dict) -> tuple:
+    return kernel.get("graph_kind"), tuple(sorted(kernel.get("aten_ops") or []))
+
+
+def diff_kernels(a: dict, b: dict) -> dict:
+    a_kernels = (a.get("inductor") or {}).get("kernels") or []
+    b_kernels = (b.get("inductor") or {}).get("kernels") or []
+    by_name = {}
+    for kernel in b_kernels:
+        by_name.setdefault(kernel.get("name"), []).append(kernel)
+    matched, rest_a = [], []
+    for kernel in a_kernels:
+        same_name = by_name.get(kernel.get("name"))
+        if same_name:
+            matched.append((kernel, same_name.pop(0), "name"))
+        else:
+            rest_a.append(kernel)
+    rest_b = [k for ks in by_name.values() for k in ks]
+    only_a = []
+    for kernel in rest_a:
+        twin = next((k for k in rest_b if _kernel_shape(k) == _kernel_shape(kernel)), None)
+        if twin is None:
+            only_a.append(kernel)
+            continue
+        rest_b.remove(twin)
+        matched.append((kernel, twin, "graph kind and ATen ops"))
+    rows = []
+    for ka, kb, how in matched:
+        source_a, source_b = ka.get("source") or "", kb.get("source") or ""
+        lines = list(
+            difflib.unified_diff(
+                source_a.splitlines(), source_b.splitlines(), ka.get("name"), kb.get("name"), lineterm="", n=2
+            )
+        )
+        rows.append(
+            {
+                "a": ka.get("name"),
+                "b": kb.get("name"),
+                "matched_by": how,
+                "graph_kind": kb.get("graph_kind"),
+                "compile_id_a": ka.get("compile_id"),
+                "compile_id_b": kb.get("compile_id"),
+                "same_source": source_a == source_b,
+                "diff": "\n".join(lines[:SOURCE_DIFF_LINES]),
+                "diff_truncated": len(lines) > SOURCE_DIFF_LINES,
+            }
+        )
+    brief = lambda k: {
+        "name": k.get("name"),
+        "graph_kind": k.get("graph_kind"),  # noqa: E731
+        "compile_id": k.get("compile_id"),
+        "aten_ops": k.get("aten_ops") or [],
+    }
+    return {"matched": rows, "only_a": [brief(k) for k in only_a], "only_b": [brief(k) for k in rest_b]}
+
+
+def guard_lines(text: str) -> list[str]:
+    lines = []
+    for line in (text or "").splitlines():
+        line = _VOLATILE.sub("N", _GUARD_WHERE.sub("", line)).rstrip()
+        if line.strip():
+            lines.append(line)
+    return lines
+
+
+def diff_guards(a: dict, b: dict) -> list[dict]:
+    a_guards = {g.get("compile_id"): guard_lines(g.get("text")) for g in (a.get("dynamo") or {}).get("guards") or []}
+    b_guards = {g.get("compile_id"): guard_lines(g.get("text")) for g in (b.get("dynamo") or {}).get("guards") or []}
+    out = []
+    for compile_id in list(dict.fromkeys([*a_guards, *b_guards])):
+        la, lb = a_guards.get(compile_id), b_guards.get(compile_id)
+        set_a, set_b = set(la or []), set(lb or [])
+        only_a = [line for line in la or [] if line not in set_b]
+        only_b = [line for line in lb or [] if line not in set_a]
+        out.append(
+            {
+                "compile_id": compile_id,
+                "in_a": la is not None,
+                "in_b": lb is not None,
+                "only_a": only_a,
+                "only_b": only_b,
+                "same": not only_a and not only_b and la is not None and lb is not None,
+                "count_a": len(la or []),
+                "count_b": len(lb or []),
+            }
+        )
+    return out
+
+
+def diff_benchmarks(a: dict, b: dict) -> list[dict]:
+    a_rows = {r.get("config"): r for r in (a.get("runtime") or {}).get("benchmarks") or []}
+    b_rows = {r.get("config"): r for r in (b.get("runtime") or {}).get("benchmarks") or []}
+    out = []
+    for config in list(dict.fromkeys([*a_rows, *b_rows])):
+        ra, rb = a_rows.get(config) or {}, b_rows.get(config) or {}
+        out.append(
+            {
+                "config": config,
+                **{
+                    f"{side}_{field}": row.get(field)
+                    for side, row in (("a", ra), ("b", rb))
+                    for field in ("median_ms", "speedup_vs_eager", "max_abs_error", "status")
+                },
+                "median_ms_delta": _delta(ra.get("median_ms"), rb.get("median_ms")),
+            }
+        )
+    return out
+
+
+def compare(a: dict, b: dict) -> dict:
+    """Everything that differs between report ``a`` and report ``b`` (docs/report-schema.md, "Comparing two
+    reports")."""
+    sa, sb = summary(a), summary(b)
+    seconds_a = (a.get("runtime") or {}).get("compile_seconds") or {}
+    seconds_b = (b.get("runtime") or {}).get("compile_seconds") or {}
+    return {
+        "summary": [{"metric": key, "a": sa[key], "b": sb[key], "delta": _delta(sa[key], sb[key])} for key in sa],
+        "compile_seconds": [
+            {
+                "stage": key,
+                "a": seconds_a.get(key),
+                "b": seconds_b.get(key),
+                "delta": _delta(seconds_a.get(key), seconds_b.get(key)),
+            }
+            for key in dict.fromkeys([*seconds_a, *seconds_b])
+        ],
+        "benchmarks": diff_benchmarks(a, b),
+        "graphs": diff_graphs(a, b),
+        "kernels": diff_kernels(a, b),
+        "guards": diff_guards(a, b),
+    }

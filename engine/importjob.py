@@ -1,0 +1,166 @@
+"""Import a TORCH_TRACE upload in a child process with limits, and read its reports back: the worker's side.
+
+The log is untrusted data (never code): parsing it runs in a child (``python -m engine.traceimport``) with an
+address-space, CPU-time and file-size limit and a wall-clock timeout, so a hostile or huge upload costs one child,
+never the worker. The child writes OUT/report.json (+ OUT/report.rank<N>.json per further rank) or OUT/error.json.
+No torch here: the worker and ``python -m engine import`` (engine/cli.py) are this side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from engine.sandbox import PROJECT_ROOT
+
+
+@dataclass(frozen=True)
+class ImportLimits:
+    time_limit_s: float = 300.0
+    memory_limit_mb: int = 6144  # address space: torch's import alone reserves about 1.5 GiB of it
+    max_log_mb: int = 2048  # decompressed bytes read
+    output_limit_mb: int = 1024  # the largest report file
+
+
+class ImportFailed(Exception):
+    """The upload could not be imported; ``kind`` is bad_log, timeout, memory or internal_error."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def import_request(filename: str, device: str, limits: ImportLimits | None = None) -> dict:
+    """The report's ``request`` for an import: no code, no configs, and the limits the import ran under (the
+    child writes the defaults; the parent, which set the limits, writes its own over them)."""
+    limits = limits or ImportLimits()
+    return {
+        "code": "",
+        "filename": filename,
+        "device": device,
+        "train": None,
+        "configs": [],
+        "time_limit_s": float(limits.time_limit_s),
+        "memory_limit_mb": limits.memory_limit_mb,
+        "cpu_time_limit_s": float(limits.time_limit_s * 2),
+        "process_limit": None,
+        "open_files_limit": None,
+        "file_size_limit_mb": limits.output_limit_mb,
+        "output_limit_mb": limits.output_limit_mb,
+    }
+
+
+def _limit_child(limits: ImportLimits):
+    def apply():
+        memory = limits.memory_limit_mb * 1024**2
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        cpu = int(limits.time_limit_s * 2)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        size = limits.output_limit_mb * 1024**2
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return apply
+
+
+def _start_child(limits: ImportLimits) -> subprocess.Popen:
+    """A limited child that imports the importer (and torch: seconds) at once, then waits on stdin for one job."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": PROJECT_ROOT,
+        "HOME": "/nonexistent",
+        "OMP_NUM_THREADS": "1",
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+    }
+    stderr = tempfile.TemporaryFile()  # a file, not a pipe: nobody reads it while the child waits
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.traceimport"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        preexec_fn=_limit_child(limits),
+        start_new_session=True,
+    )
+    proc.stderr_file = stderr
+    return proc
+
+
+# One child per limits, started ahead (start_spare) so that an import costs no torch import. It only ever reads one
+# job from its stdin, and exits at end of file when this process goes away.
+_spare: dict[ImportLimits, subprocess.Popen] = {}
+
+
+def start_spare(limits: ImportLimits) -> None:
+    """Start the child the next import with these limits will use. Call it when this process is otherwise idle
+    (the worker: after storing an import), so torch's import competes with nothing."""
+    proc = _spare.get(limits)
+    if proc is None or proc.poll() is not None:
+        _spare[limits] = _start_child(limits)
+
+
+def _child_for(limits: ImportLimits) -> subprocess.Popen:
+    proc = _spare.pop(limits, None)
+    if proc is not None and proc.poll() is None:
+        return proc
+    return _start_child(limits)
+
+
+def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLimits | None = None) -> list[dict]:
+    """Worker side: import in a limited child; the reports, first rank first (raises ImportFailed)."""
+    limits = limits or ImportLimits()
+    os.makedirs(out_dir, exist_ok=True)
+    proc = _child_for(limits)
+    job = json.dumps(
+        {
+            "log": os.path.abspath(log_path),
+            "out": os.path.abspath(out_dir),
+            "name": display_name,
+            "max_mb": limits.max_log_mb,
+        }
+    )
+    try:
+        proc.communicate(job.encode() + b"\n", timeout=limits.time_limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise ImportFailed(
+            "timeout",
+            f"reading the log took longer than {limits.time_limit_s:g} s; it was stopped. "
+            "Upload fewer ranks or a shorter run.",
+        ) from None
+    proc.stderr_file.seek(0)
+    stderr = proc.stderr_file.read()
+    proc.stderr_file.close()
+    error_path = os.path.join(out_dir, "error.json")
+    if os.path.exists(error_path):
+        with open(error_path) as f:
+            raise ImportFailed("bad_log", str(json.load(f).get("error", "the log could not be read"))[:2000])
+    tail = stderr.decode("utf-8", "replace")[-1500:]
+    if proc.returncode != 0:
+        if proc.returncode == -signal.SIGXCPU or proc.returncode == -signal.SIGKILL and "MemoryError" not in tail:
+            raise ImportFailed("timeout", "reading the log used up its CPU-time limit")
+        if "MemoryError" in tail or "Cannot allocate memory" in tail:
+            raise ImportFailed(
+                "memory", f"reading the log needed more than {limits.memory_limit_mb} MiB; upload fewer ranks"
+            )
+        raise ImportFailed("internal_error", f"the importer failed (exit status {proc.returncode}):\n{tail}")
+    names = sorted(
+        (n for n in os.listdir(out_dir) if n.startswith("report.rank")),
+        key=lambda n: int(n.removeprefix("report.rank").removesuffix(".json") or 0),
+    )
+    # Read as data, validated once, by storage (runstore.store_report) before it is stored: validating a large
+    # import twice costs seconds the user waits.
+    reports = []
+    for name in ["report.json", *names]:
+        with open(os.path.join(out_dir, name)) as f:
+            reports.append(json.load(f))
+    for report in reports:
+        report["request"] = import_request(report["request"]["filename"], report["request"]["device"], limits)
+    return reports

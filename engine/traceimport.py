@@ -1,0 +1,543 @@
+"""Import a TORCH_TRACE log (one job run anywhere with ``TORCH_TRACE=DIR``) as pt2scope reports, one per rank.
+
+Each record is read once, as it streams past (engine/tracelog.py), and kept only if a report field is made of it;
+the report fields are then made by the same parser functions the live engine uses on its own log tap
+(engine/stages/*: graph breaks, recompiles, output code and kernels, compile metrics, the timeline), so a log and a
+pasted run read the same. Graphs arrive as printed code and become nodes through engine/fxtext.py.
+
+What a log cannot hold (benchmarks, bytecode, IR before/after fusion, functionalization, ...) is listed per
+section under ``not_in_log``; event kinds this importer does not know are kept (counted, with samples) under
+``trace_import.unknown_events``. Runs in a child process with limits (engine/importjob.py): the log is untrusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections import Counter, defaultdict
+
+from engine.fxgraph import op_histogram
+from engine.fxtext import is_library_file, parse_graph_code
+from engine.importjob import import_request
+from engine.report import empty_report, write_report
+from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
+from engine.stages.inductor import estimate_kernel_bytes, group_output_code, parse_kernels
+from engine.stages.runtime import _metrics_summary, compile_seconds, timeline
+from engine.tracelog import FileStats, Limits, LogFile, TraceLogError, _Budget, log_files, records
+
+NOT_IN_TRACE_LOG = "not in a TORCH_TRACE log"
+# Per section: report fields a structured trace does not carry (the live engine measures or hooks them).
+NOT_IN_LOG = {
+    "dynamo": ["bytecode"],
+    "aot": ["functionalization", "decompositions"],
+    "inductor": ["ir_pre_fusion", "ir_post_fusion", "fusion_decisions", "scheduler"],
+    "runtime": ["benchmarks", "kernel_profile", "cudagraphs", "timing"],
+}
+AOT_GRAPH_EVENTS = {
+    "aot_joint_graph": "joint",
+    "aot_forward_graph": "forward",
+    "aot_backward_graph": "backward",
+    "aot_inference_graph": "inference",
+}
+# Records the report is made of (kept whole), and known kinds the report only counts.
+KEPT_EVENTS = {
+    "dynamo_output_graph",
+    *AOT_GRAPH_EVENTS,
+    "artifact:inductor_post_grad_graph",
+    "inductor_output_code",
+    "artifact:inductor_provenance_tracking_node_mappings",
+    "artifact:inductor_provenance_tracking_kernel_stack_traces",
+    "artifact:dynamo_graph_break_reason",
+    "dynamo_cpp_guards_str",
+    "dynamo_guards",
+    "artifact:recompile_reasons",
+    "compilation_metrics",
+    "bwd_compilation_metrics",
+    "chromium_event",
+    "str",
+    "dynamo_start",
+    "artifact:torch_version",
+}
+COUNTED_EVENTS = {
+    "describe_storage",
+    "describe_tensor",
+    "describe_source",
+    "artifact:before_pre_grad_graph",
+    "artifact:after_pre_grad_graph",
+    "artifact:aot_forward_graph_fw_metadata",
+    "artifact:torch._functorch.config",
+    "artifact:before_joint_graph",
+    "artifact:after_joint_graph",
+    "artifact:fx_graph_runnable",
+    "artifact:before_post_grad_graph",
+    "artifact:triton_kernel_info",
+    "compilation_metrics_runtime",
+    "bwd_compilation_metrics_runtime",
+    "create_symbol",
+    "create_unbacked_symbol",
+    "guard_added",
+    "guard_added_fast",
+    "symbolic_shape_specialization",
+    "expression_created",
+    "propagate_real_tensors",
+    "guard_on_data_dependent_error",
+    "dynamo_graph_break_reason",
+    "missing_fake_kernel",
+    "mismatched_fake_kernel",
+    "graph_dump",
+    "optimize_ddp_split_graph",
+    "optimize_ddp_split_child",
+    "compiled_autograd_graph",
+    "artifact:inductor_pre_grad_graph",
+    "artifact:min_cut_information",
+    "link",
+    "dump_file",
+}
+CACHE_PREFIXES = (
+    "artifact:fx_graph_cache_",
+    "artifact:aotautograd_cache_",
+    "artifact:fx_graph_bundled_cache_",
+    "artifact:dynamo_cache_",
+    "artifact:precompile_cache_",
+)
+# torch >= 2.13 logs the bytecode of Dynamo's resume functions as artifacts "<function>_ORIGINAL_BYTECODE" and
+# "<function>_MODIFIED_BYTECODE".
+BYTECODE_SUFFIXES = ("_ORIGINAL_BYTECODE", "_MODIFIED_BYTECODE")
+UNKNOWN_SAMPLES, UNKNOWN_SAMPLE_CHARS = 3, 4000
+
+
+def event_of(meta: dict) -> str:
+    """The record's kind: its first key (torch writes the event name first, then the ids), artifacts by name."""
+    event = next(iter(meta))
+    if event == "artifact" and isinstance(meta[event], dict):
+        return "artifact:" + str(meta[event].get("name", ""))
+    return event
+
+
+def compile_id_of(meta: dict) -> str | None:
+    """Torch's compile id as the live tap spells it: "frame/compile", "_attempt" when restarted, "!N" prefix for
+    compiled autograd."""
+    if meta.get("frame_id") is None:
+        return None
+    cid = f"{meta['frame_id']}/{meta.get('frame_compile_id', 0)}"
+    if meta.get("attempt"):
+        cid += f"_{meta['attempt']}"
+    if meta.get("compiled_autograd_id") is not None:
+        cid = f"!{meta['compiled_autograd_id']}/{cid}"
+    return cid
+
+
+class RankLog:
+    """What one rank's log holds that a report is made of, gathered as the records stream past."""
+
+    def __init__(self, log: LogFile):
+        self.log = log
+        self.stats = FileStats(log.name, log.rank)
+        self.trace: list[dict] = []  # kept records, in log order: {event, compile_id, metadata, payload}
+        self.counts: Counter = Counter()
+        self.unknown: dict[str, dict] = {}
+        self.caches: list[dict] = []
+        self.strings: dict[int, str] = {}
+        self.devices: Counter = Counter()
+
+    def add(self, meta: dict, payload: str | None) -> None:
+        event = event_of(meta)
+        self.counts[event] += 1
+        if event == "str" and isinstance(meta["str"], list) and len(meta["str"]) == 2:
+            self.strings[meta["str"][1]] = str(meta["str"][0])
+        elif event == "describe_tensor" and isinstance(meta[event], dict):
+            self.devices[str(meta[event].get("device", ""))] += 1
+        if event in KEPT_EVENTS or event.endswith(BYTECODE_SUFFIXES):
+            self.trace.append(
+                {
+                    "event": event,
+                    "compile_id": compile_id_of(meta),
+                    "metadata": meta[next(iter(meta))],
+                    "payload": payload,
+                }
+            )
+        elif event.startswith(CACHE_PREFIXES):
+            self.caches.append(
+                {"event": event.removeprefix("artifact:"), "compile_id": compile_id_of(meta), **_cache_detail(payload)}
+            )
+        elif event not in COUNTED_EVENTS:
+            entry = self.unknown.setdefault(event, {"event": event, "count": 0, "samples": []})
+            entry["count"] += 1
+            if len(entry["samples"]) < UNKNOWN_SAMPLES:
+                entry["samples"].append(
+                    {
+                        "compile_id": compile_id_of(meta),
+                        "metadata": json.dumps(meta, default=str)[:UNKNOWN_SAMPLE_CHARS],
+                        "payload": (payload or "")[:UNKNOWN_SAMPLE_CHARS],
+                    }
+                )
+
+    def events(self, event: str) -> list[dict]:
+        return [e for e in self.trace if e["event"] == event]
+
+
+def _cache_detail(payload: str | None) -> dict:
+    try:
+        data = json.loads(payload or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    keep = (
+        "key",
+        "cache_state",
+        "cache_event_time",
+        "time_saved_ns",
+        "reason",
+        "cache_bypass_reason",
+        "cache_bypass_exception_type",
+        "components",
+    )
+    return {k: data[k] for k in keep if k in data and not isinstance(data[k], (dict, list))}
+
+
+def read_logs(path: str, display_name: str | None = None, limits: Limits | None = None) -> list[RankLog]:
+    limits = limits or Limits()
+    budget = _Budget(limits.max_bytes)
+    ranks = []
+    for log in log_files(path, display_name):
+        rank_log = RankLog(log)
+        for meta, payload in records(log, rank_log.stats, budget, limits):
+            try:
+                rank_log.add(meta, payload)
+            except Exception as exc:  # one odd record (a field of an unexpected type) never stops an import
+                rank_log.stats.note_malformed(
+                    rank_log.stats.lines, f"record not understood: {exc}", json.dumps(meta, default=str)
+                )
+        ranks.append(rank_log)
+    return ranks
+
+
+# --- one rank's log -> one report ---------------------------------------------------------------------------------
+
+
+def user_file_of(log: RankLog) -> str | None:
+    """The file the job's compiled code lives in: the non-library file most frames of the captured graphs name."""
+    files = Counter()
+    for e in log.events("dynamo_start"):
+        for frame in (e["metadata"] or {}).get("stack") or []:
+            name = log.strings.get(frame.get("filename"), frame.get("filename"))
+            if isinstance(name, str) and not is_library_file(name):
+                files[name] += 1
+    for e in log.events("compilation_metrics"):
+        name = (e["metadata"] or {}).get("co_filename")
+        if isinstance(name, str) and not is_library_file(name):
+            files[name] += 3  # the compiled frame itself
+    return files.most_common(1)[0][0] if files else None
+
+
+def _graph(event: dict, kind: str | None = None) -> dict:
+    nodes = parse_graph_code(event["payload"] or "")
+    graph = {"compile_id": event["compile_id"], "nodes": nodes, "num_nodes": len(nodes), "code": event["payload"]}
+    if kind:
+        graph["kind"] = kind
+    graph["ops"] = op_histogram(nodes)
+    return graph
+
+
+def _post_grad_kind(graph: dict, inference_ids: set) -> str:
+    """A post-grad graph's kind: a compile id with an inference graph compiles only that; otherwise a backward
+    graph is the one that reads tangents."""
+    if graph["compile_id"] in inference_ids:
+        return "inference"
+    reads_tangents = any(n["op"] == "placeholder" and n["name"].startswith("tangents") for n in graph["nodes"])
+    return "backward" if reads_tangents else "forward"
+
+
+def _bytecode(log: RankLog) -> list[dict]:
+    """Original and Dynamo-modified bytecode per (compile id, function), where the log has it (as dis text)."""
+    entries: dict[tuple, dict] = {}
+    for e in log.trace:
+        if not e["event"].endswith(BYTECODE_SUFFIXES):
+            continue
+        name, _, side = e["event"].removeprefix("artifact:").rpartition("_")[0].rpartition("_")
+        entry = entries.setdefault(
+            (e["compile_id"], name),
+            {
+                "compile_id": e["compile_id"],
+                "name": name,
+                "file": None,
+                "line": None,
+                "original": "",
+                "transformed": "",
+                "decompiled": None,
+            },
+        )
+        entry["original" if side == "ORIGINAL" else "transformed"] = e["payload"] or ""
+    return list(entries.values())
+
+
+def _partitions(aot_graphs: list[dict]) -> list[dict]:
+    """Values saved for backward (backward inputs that are not tangents) and forward ops the backward recomputes
+    (as engine/stages/aot.py finds them on live graphs), from each compile id's joint and backward graphs."""
+    out = []
+    by_id = defaultdict(dict)
+    for graph in aot_graphs:
+        by_id[graph["compile_id"]][graph["kind"]] = graph
+    for compile_id, graphs in by_id.items():
+        backward, forward = graphs.get("backward"), graphs.get("forward")
+        if not backward:
+            continue
+        saved = [
+            n["name"] for n in backward["nodes"] if n["op"] == "placeholder" and not n["name"].startswith("tangents")
+        ]
+        joint_forward = set()
+        if graphs.get("joint"):
+            after_tangent = set()
+            for node in graphs["joint"]["nodes"]:
+                if node["name"].startswith("tangents") or any(a in after_tangent for a in node["args"]):
+                    after_tangent.add(node["name"])
+                elif node["op"] == "call_function":
+                    joint_forward.add(node["name"])
+            for node in graphs["joint"]["nodes"]:
+                node["marks"] = {"saved": node["name"] in saved, "backward": node["name"] in after_tangent}
+        recomputed = [n["name"] for n in backward["nodes"] if n["op"] == "call_function" and n["name"] in joint_forward]
+        for node in (forward or {}).get("nodes", []):
+            node["marks"] = {"saved": node["name"] in saved}
+        if graphs.get("joint"):
+            for node in graphs["joint"]["nodes"]:
+                node["marks"]["recomputed"] = node["name"] in recomputed
+        out.append(
+            {
+                "compile_id": compile_id,
+                "saved": saved,
+                "recomputed": recomputed,
+                "forward_nodes": len((forward or {}).get("nodes", [])),
+                "backward_nodes": len(backward["nodes"]),
+            }
+        )
+    return out
+
+
+def build_report(log: RankLog, source_name: str) -> dict:
+    user_file = user_file_of(log)
+    user_base = os.path.basename(user_file) if user_file else source_name
+    devices = {d.split("'")[1] if "'" in d else d for d in log.devices if d}
+    device = "cuda" if any(d.startswith("cuda") for d in devices) else ("cpu" if devices else None)
+    report = empty_report(import_request(user_base, device or "cpu"))
+    report["status"] = "ok"
+    report["source"] = {"filename": user_base, "code": "", "path": user_file, "not_in_log": True}
+    versions = [e for e in log.events("artifact:torch_version") if e["payload"]]
+    torch_version = None
+    if versions:
+        try:
+            torch_version = json.loads(versions[0]["payload"]).get("pytorch_version")
+        except (ValueError, AttributeError):
+            pass
+    report["environment"].update(torch_version=torch_version, device=device, devices=sorted(devices), rank=log.log.rank)
+
+    dynamo = report["dynamo"]
+    dynamo["graphs"] = [_graph(e) for e in log.events("dynamo_output_graph") if e["payload"]]
+    dynamo["graph_breaks"] = parse_graph_breaks(log.events("artifact:dynamo_graph_break_reason"), user_base)
+    dynamo["guards"] = [
+        {"compile_id": e["compile_id"], "text": e["payload"]}
+        for e in log.events("dynamo_cpp_guards_str")
+        if e["payload"]
+    ]
+    if not dynamo["guards"]:  # older torch: the guard list as JSON
+        dynamo["guards"] = [
+            {"compile_id": e["compile_id"], "text": e["payload"]} for e in log.events("dynamo_guards") if e["payload"]
+        ]
+    dynamo["recompiles"] = parse_recompiles(log.events("artifact:recompile_reasons"), [])
+    dynamo["bytecode"] = _bytecode(log)
+    dynamo["summary"] = {
+        "graph_count": len(dynamo["graphs"]),
+        "graph_break_count": sum(b["count"] for b in dynamo["graph_breaks"]),
+        "unique_graph_breaks": len(dynamo["graph_breaks"]),
+        "recompile_count": len(dynamo["recompiles"]),
+        "op_count": sum(sum(g["ops"].values()) for g in dynamo["graphs"]),
+    }
+
+    aot = report["aot"]
+    aot["graphs"] = [_graph(e, kind) for e in log.trace if (kind := AOT_GRAPH_EVENTS.get(e["event"])) and e["payload"]]
+    aot["partitions"] = _partitions(aot["graphs"])
+
+    inductor = report["inductor"]
+    inference_ids = {g["compile_id"] for g in aot["graphs"] if g["kind"] == "inference"}
+    inductor["post_grad_graphs"] = [_graph(e) for e in log.events("artifact:inductor_post_grad_graph") if e["payload"]]
+    for graph in inductor["post_grad_graphs"]:
+        graph["kind"] = _post_grad_kind(graph, inference_ids)
+    outputs = group_output_code(log.trace)
+    inductor["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]} for o in outputs]
+    inductor["kernels"] = []
+    input_dtypes = {
+        (g["compile_id"], g["kind"], n["name"]): n.get("dtype")
+        for g in inductor["post_grad_graphs"]
+        for n in g["nodes"]
+        if n["op"] == "placeholder"
+    }
+    for output in outputs:
+        # Inductor's provenance tracking (on in the recorded logs: INDUCTOR_PROVENANCE=1) names each kernel's
+        # post-grad nodes; the source-node comment names the nodes before decomposition ("linear", "gelu").
+        to_post = {
+            key.split(":")[0]: value for key, value in (output["node_mappings"].get("cppCodeToPost") or {}).items()
+        }
+        kernels = parse_kernels(output, user_base)
+        estimate_kernel_bytes(kernels, output, input_dtypes)  # as the live engine does where Inductor gave none
+        for kernel in kernels:
+            kernel["post_grad_nodes"] = to_post.get(kernel["name"], [])
+            inductor["kernels"].append(kernel)
+    kernel_of = {
+        (k["compile_id"], k["graph_kind"], n): k["name"]
+        for k in inductor["kernels"]
+        for n in k["post_grad_nodes"] or k["source_nodes"]
+    }
+    for graph in inductor["post_grad_graphs"]:
+        for node in graph["nodes"]:
+            node["marks"] = {"kernel": kernel_of.get((graph["compile_id"], graph["kind"], node["name"]))}
+    nodes_of = {(g["compile_id"], g["kind"]): {n["name"]: n for n in g["nodes"]} for g in inductor["post_grad_graphs"]}
+    for kernel in inductor["kernels"]:
+        graph_nodes = nodes_of.get((kernel["compile_id"], kernel["graph_kind"]), {})
+        if not kernel["source_lines"]:  # the post-grad nodes' own "# File:" lines
+            lines = {}
+            for name in kernel["post_grad_nodes"] or kernel["source_nodes"]:
+                node = graph_nodes.get(name)
+                if node and node.get("line") and not is_library_file(node.get("file")):
+                    lines.setdefault(node["line"], {"file": node["file"], "line": node["line"], "code": node["code"]})
+            kernel["source_lines"] = [lines[k] for k in sorted(lines)]
+    inductor["metrics"] = {"kernel_count": len(inductor["kernels"])}
+
+    runtime = report["runtime"]
+    forward = [e["metadata"] for e in log.events("compilation_metrics") if isinstance(e["metadata"], dict)]
+    backward = [e["metadata"] for e in log.events("bwd_compilation_metrics") if isinstance(e["metadata"], dict)]
+    runtime["compile_seconds"] = compile_seconds(forward, backward)
+    runtime["compile_metrics"] = [_metrics_summary(m) for m in forward]
+    runtime["compile_timeline"] = timeline([e for e in log.events("chromium_event") if e["payload"]])
+
+    hits = Counter(c["event"] for c in log.caches)
+    report["caches"] = {
+        "state": "from the log",
+        "events": log.caches,
+        "counts": dict(hits),
+        "note": "cache hits and misses the job's own run logged (Inductor FX graph cache, "
+        "AOTAutograd cache); a hit means the graphs below were not recompiled",
+    }
+    for section, fields in NOT_IN_LOG.items():
+        report[section]["not_in_log"] = [f for f in fields if _empty(report[section].get(f))]
+    report["stages"] = []
+    report["trace_import"] = {
+        "file": log.stats.as_dict(),
+        "rank": log.log.rank,
+        "user_file": user_file,
+        "event_counts": dict(sorted(log.counts.items(), key=lambda kv: -kv[1])),
+        "unknown_events": list(log.unknown.values()),
+        "not_in_log_note": NOT_IN_TRACE_LOG,
+    }
+    return report
+
+
+def _empty(value) -> bool:
+    """Nothing recorded: an empty list, or an object whose every field is null."""
+    if isinstance(value, dict):
+        return all(_empty(v) for v in value.values())
+    return not value
+
+
+def compile_signature(report: dict) -> dict:
+    """What must agree between ranks of one job: graphs (their code), breaks, recompiles and kernels."""
+
+    def digest(texts):
+        return hashlib.sha256("\n\0".join(texts).encode()).hexdigest()[:16]
+
+    return {
+        "graphs": len(report["dynamo"]["graphs"]),
+        "graph_code": digest(g["code"] or "" for g in report["dynamo"]["graphs"]),
+        "graph_breaks": report["dynamo"]["summary"]["graph_break_count"],
+        "recompiles": len(report["dynamo"]["recompiles"]),
+        "kernels": sorted(k["name"] for k in report["inductor"]["kernels"]),
+    }
+
+
+def rank_differences(reports: list[dict]) -> list[dict]:
+    """Each rank whose compiles differ from the first rank's: [{rank, fields: [what differs]}]."""
+    if len(reports) < 2:
+        return []
+    base = compile_signature(reports[0])
+    out = []
+    for report in reports[1:]:
+        signature = compile_signature(report)
+        fields = [key for key in base if signature[key] != base[key]]
+        if fields:
+            out.append(
+                {
+                    "rank": report["trace_import"]["rank"],
+                    "fields": fields,
+                    "detail": {key: {"base": base[key], "this": signature[key]} for key in fields},
+                }
+            )
+    return out
+
+
+def import_trace(path: str, display_name: str | None = None, limits: Limits | None = None) -> list[dict]:
+    """Every rank of a TORCH_TRACE upload as a report (first rank first); raises TraceLogError on an upload that
+    is not a log at all, or past a limit."""
+    display_name = display_name or os.path.basename(path)
+    ranks = read_logs(path, display_name, limits)
+    if not any(r.stats.records for r in ranks):
+        lines = sum(r.stats.lines for r in ranks)
+        raise TraceLogError(
+            f"{display_name} holds no structured-trace record in {lines} line(s): upload the file "
+            "TORCH_TRACE=DIR wrote (DIR/dedicated_log_torch_trace_*.log), not TORCH_LOGS output"
+        )
+    reports = [build_report(r, display_name) for r in ranks]
+    differing = rank_differences(reports)
+    ranks_info = [
+        {
+            "rank": r["trace_import"]["rank"],
+            "file": r["trace_import"]["file"]["name"],
+            "signature": compile_signature(r),
+        }
+        for r in reports
+    ]
+    flagged = {d["rank"]: d for d in differing}
+    for info in ranks_info:
+        info["differs"] = flagged.get(info["rank"], {}).get("fields", [])
+    for report in reports:
+        report["trace_import"].update(source=display_name, ranks=ranks_info, differing_ranks=differing)
+    return reports
+
+
+def write_import(log_path: str, out_dir: str, display_name: str, limits: Limits | None = None) -> list[str]:
+    """Import and write the reports (OUT/report.json, OUT/report.rank<N>.json); a log that cannot be read leaves
+    OUT/error.json {"error": message} instead. Returns the report paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    started = time.monotonic()
+    try:
+        reports = import_trace(log_path, display_name, limits)
+    except (TraceLogError, OSError) as exc:
+        message = str(exc) if isinstance(exc, TraceLogError) else f"{display_name} cannot be read: {exc.strerror}"
+        with open(os.path.join(out_dir, "error.json"), "w") as f:
+            json.dump({"error": message}, f)
+        return []
+    paths = []
+    for i, report in enumerate(reports):
+        report["runtime"]["job_seconds"] = round(time.monotonic() - started, 3)
+        rank = report["trace_import"]["rank"]
+        paths.append(
+            os.path.join(out_dir, "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json")
+        )
+        write_report(report, paths[-1])
+    return paths
+
+
+def main() -> int:
+    """The child engine/importjob.py starts: this module (and torch) load first, then one job is read from stdin as
+    JSON {log, out, name, max_mb}; started ahead of the upload it will read, so the upload does not wait for it."""
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0  # the parent went away without a job for this child
+    job = json.loads(line)
+    write_import(job["log"], job["out"], job["name"], Limits(max_bytes=int(job["max_mb"] * 1024**2)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

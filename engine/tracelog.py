@@ -1,0 +1,212 @@
+"""Reading an uploaded TORCH_TRACE log as untrusted data: the files in it (one per rank), streamed record by record.
+
+No torch here: the worker's parent side checks an upload with it, and the importer (engine/traceimport.py) reads
+it in a resource-limited child. What a file may be, found from its first bytes rather than its name:
+
+- a structured-trace log (``TORCH_TRACE=DIR`` writes ``DIR/dedicated_log_torch_trace_[rank_N_]*.log``): a glog
+  header with one JSON object per record, its payload on the following tab-indented lines (the format tlparse reads);
+- that log gzip-compressed;
+- a zip or tar (optionally gzip/bz2/xz-compressed) of one folder with one log per rank.
+
+Limits: the bytes read across all files (decompressed: a small archive must not expand without bound), and one
+record's payload; a file past the limit stops the import with a message that names the limit. Lines that are not
+records are counted and sampled, never fatal.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import tarfile
+import zipfile
+from dataclasses import dataclass, field
+
+DEFAULT_MAX_BYTES = 2 * 1024**3  # decompressed bytes read in one import
+DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024**2  # one record's payload; longer ones are cut (and counted)
+MALFORMED_SAMPLES = 20
+_RANK = re.compile(r"rank_(\d+)")
+_GZIP, _ZIP, _BZ2, _XZ = b"\x1f\x8b", b"PK\x03\x04", b"BZh", b"\xfd7zXZ"
+
+
+class TraceLogError(ValueError):
+    """The upload cannot be read as a TORCH_TRACE log; the message says why, in the user's terms."""
+
+
+@dataclass
+class Limits:
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+
+
+@dataclass
+class FileStats:
+    """What reading one log file met: bytes, lines and records read, and what could not be read."""
+
+    name: str
+    rank: int | None
+    bytes: int = 0
+    lines: int = 0
+    records: int = 0
+    malformed: int = 0
+    malformed_samples: list = field(default_factory=list)  # [{line, reason, text}]
+    truncated_payloads: int = 0
+
+    def note_malformed(self, line_number: int, reason: str, text: str) -> None:
+        self.malformed += 1
+        if len(self.malformed_samples) < MALFORMED_SAMPLES:
+            self.malformed_samples.append({"line": line_number, "reason": reason, "text": text[:300]})
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "rank": self.rank,
+            "bytes": self.bytes,
+            "lines": self.lines,
+            "records": self.records,
+            "malformed": self.malformed,
+            "malformed_samples": self.malformed_samples,
+            "truncated_payloads": self.truncated_payloads,
+        }
+
+
+@dataclass
+class LogFile:
+    """One log inside an upload: its name, rank (from the file name, else its place) and how to open it."""
+
+    name: str
+    rank: int | None
+    open: object  # () -> binary stream, decompressed
+
+
+class _Budget:
+    """Bytes read across every file of one upload, checked as they are read."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+
+    def spend(self, count: int, name: str) -> None:
+        self.used += count
+        if self.used > self.limit:
+            raise TraceLogError(
+                f"the log is larger than the import limit of {self.limit / 1024**2:.0f} MiB "
+                f"(decompressed; reached in {name}): upload one rank's log, or fewer ranks"
+            )
+
+
+def _kind(path: str) -> str:
+    with open(path, "rb") as f:
+        head = f.read(512)
+    if head.startswith(_ZIP):
+        return "zip"
+    if head.startswith(_GZIP):
+        try:
+            with gzip.open(path) as g:
+                inner = g.read(512)
+        except (OSError, EOFError) as exc:
+            raise TraceLogError(f"the .gz file is damaged: {exc}") from None
+        return "tar" if len(inner) >= 262 and inner[257:262] == b"ustar" else "gzip"
+    if head.startswith((_BZ2, _XZ)) or (len(head) >= 262 and head[257:262] == b"ustar"):
+        return "tar"
+    return "log"
+
+
+def _rank_of(name: str) -> int | None:
+    match = _RANK.search(os.path.basename(name))
+    return int(match[1]) if match else None
+
+
+def log_files(path: str, display_name: str | None = None) -> list[LogFile]:
+    """The logs in an upload, by rank (files without a rank in their name keep their order, after the ranked)."""
+    display_name = display_name or os.path.basename(path)
+    kind = _kind(path)
+    if kind == "log":
+        return [LogFile(display_name, _rank_of(display_name), lambda: open(path, "rb"))]
+    if kind == "gzip":
+        name = display_name.removesuffix(".gz")
+        return [LogFile(name, _rank_of(name), lambda: gzip.open(path, "rb"))]
+    files = []
+    if kind == "zip":
+        try:
+            archive = zipfile.ZipFile(path)
+        except zipfile.BadZipFile as exc:
+            raise TraceLogError(f"the zip file is damaged: {exc}") from None
+        for info in archive.infolist():
+            if info.is_dir() or _skipped(info.filename):
+                continue
+            files.append(LogFile(info.filename, _rank_of(info.filename), lambda info=info: archive.open(info)))
+    else:
+        try:
+            archive = tarfile.open(path, "r:*")
+            members = [m for m in archive.getmembers() if m.isfile() and not _skipped(m.name)]
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise TraceLogError(f"the tar file is damaged: {exc}") from None
+        for member in members:  # regular files only: links in an archive point nowhere we read
+            files.append(LogFile(member.name, _rank_of(member.name), lambda member=member: archive.extractfile(member)))
+    if not files:
+        raise TraceLogError("the archive holds no file: zip or tar one folder with one log per rank")
+    folders = {os.path.dirname(f.name) for f in files}
+    if len(folders) > 1:
+        raise TraceLogError(
+            f"the archive holds logs in {len(folders)} folders ({', '.join(sorted(folders)[:4])}): "
+            "zip or tar one folder with one log per rank"
+        )
+    ranks = [f.rank for f in files if f.rank is not None]
+    if len(ranks) != len(set(ranks)):
+        raise TraceLogError("the archive holds two logs for the same rank: keep one log per rank")
+    return sorted(files, key=lambda f: (f.rank is None, f.rank if f.rank is not None else 0))
+
+
+def _skipped(name: str) -> bool:
+    base = os.path.basename(name)
+    return name.startswith("__MACOSX/") or base.startswith(".") or not base
+
+
+def records(log: LogFile, stats: FileStats, budget: _Budget, limits: Limits):
+    """Yield each record of one log as (metadata, payload or None): metadata is the record's JSON object, payload
+    its tab-indented lines joined (each keeps its newline). Lines that fit no record are counted in ``stats``."""
+    meta, payload, payload_bytes, cut = None, None, 0, False
+    stream = io.TextIOWrapper(log.open(), encoding="utf-8", errors="replace", newline="\n")
+    number = 0
+    try:
+        for number, line in enumerate(stream, 1):
+            budget.spend(len(line), log.name)
+            stats.bytes += len(line)
+            if line.startswith("\t"):
+                if meta is None:
+                    stats.note_malformed(number, "payload line without a record before it", line)
+                elif not cut:
+                    payload_bytes += len(line) - 1
+                    if payload_bytes > limits.max_payload_bytes:
+                        cut = True
+                        stats.truncated_payloads += 1
+                    else:
+                        payload.append(line[1:])
+                continue
+            if meta is not None:
+                yield meta, "".join(payload) if payload else None
+                meta = None
+            start = line.find("] {")
+            if start < 0:
+                if line.strip():
+                    stats.note_malformed(number, "not a structured-trace record (no '] {' after the log prefix)", line)
+                continue
+            try:
+                parsed = json.loads(line[start + 2 :])
+            except ValueError as exc:
+                stats.note_malformed(number, f"the record's JSON does not parse: {exc}", line)
+                continue
+            if not isinstance(parsed, dict) or not parsed:
+                stats.note_malformed(number, "the record is not a JSON object with an event", line)
+                continue
+            stats.records += 1
+            meta, payload, payload_bytes, cut = parsed, [], 0, False
+        if meta is not None:
+            yield meta, "".join(payload) if payload else None
+    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as exc:
+        raise TraceLogError(f"{log.name} could not be read to its end (line {number + 1}): {exc}") from None
+    finally:
+        stats.lines = number
+        stream.close()

@@ -1,0 +1,311 @@
+"""Importing TORCH_TRACE logs: recorded ones (H200, torch 2.11: tests/fixtures/traces-h200-torch2.11) and one made
+here with this machine's torch (tests/engine/trace_job.py run with TORCH_TRACE), plus hostile and odd uploads."""
+
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+import pytest
+import torch
+
+from contract.report import checked_report
+from engine import importjob
+from engine.fxgraph import serialize_graph
+from engine.fxtext import parse_graph_code, value_meta
+from engine.importjob import ImportFailed, ImportLimits, run_import
+from engine.traceimport import NOT_IN_LOG, import_trace
+from engine.tracelog import Limits, TraceLogError
+
+HERE = os.path.dirname(__file__)
+TRACES = os.path.join(HERE, "..", "fixtures", "traces-h200-torch2.11")
+JOB = os.path.join(HERE, "trace_job.py")
+
+
+def recorded(name):
+    return os.path.join(TRACES, f"{name}.trace.log")
+
+
+def line_of(path, marker):
+    with open(path) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line)
+
+
+@pytest.fixture(scope="module")
+def fresh_log(tmp_path_factory):
+    """tests/engine/trace_job.py run once with TORCH_TRACE by this machine's torch."""
+    folder = tmp_path_factory.mktemp("trace")
+    env = {**os.environ, "TORCH_TRACE": str(folder), "TORCHINDUCTOR_CACHE_DIR": str(folder / "cache")}
+    subprocess.run([sys.executable, JOB], check=True, env=env, cwd=folder, capture_output=True, timeout=600)
+    (log,) = [p for p in folder.iterdir() if p.name.startswith("dedicated_log_torch_trace")]
+    return log
+
+
+# --- printed graph code -> nodes ----------------------------------------------------------------------------------
+
+
+def test_printed_graphs_read_back_as_the_live_serializer_sees_them():
+    """PyTorch is the oracle: each graph Dynamo and AOTAutograd hand a backend, serialized from its live nodes,
+    against the same graph parsed from the code print_readable printed (what a TORCH_TRACE log holds)."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = torch.nn.functional.gelu(self.l(x)) + x
+            z = y.sin() * 2
+            a, b = torch.split(z, 2, dim=1)
+            return a @ b.t(), -z
+
+    from torch._dynamo.backends.common import aot_autograd
+
+    graphs = []
+
+    def record(gm, _):
+        graphs.append(serialize_graph(gm, os.path.basename(__file__)))
+        return gm
+
+    torch._dynamo.reset()
+    torch.compile(M(), backend=aot_autograd(fw_compiler=record, bw_compiler=record))(
+        torch.randn(3, 4, requires_grad=True)
+    )[0].sum().backward()
+    torch._dynamo.reset()
+    torch.compile(M(), backend=record)(torch.randn(3, 4))
+    assert len(graphs) == 3  # forward, backward, Dynamo
+    for graph in graphs:
+        parsed = parse_graph_code(graph["code"])
+        assert [n["name"] for n in parsed] == [n["name"] for n in graph["nodes"]]
+        for live, text in zip(graph["nodes"], parsed):
+            assert (text["op"], text["target"], text["args"]) == (live["op"], live["target"], live["args"]), live
+            if isinstance(live["dtype"], str):  # multi-output nodes print no annotation
+                assert (text["shape"], text["dtype"]) == (live["shape"], live["dtype"]), live
+            if live["op"] != "placeholder":  # inputs carry no "# File:" comment in the printed code
+                assert (text["file"], text["line"]) == (live["file"], live["line"]), live
+
+
+def test_annotations_give_shape_and_dtype():
+    assert value_meta("bf16[64, s0, 4096][524288, 4096, 1]cuda:0") == ([64, "s0", 4096], "bfloat16")
+    assert value_meta("i64[]") == ([], "int64")
+    assert value_meta("Sym(s0)") == (None, "SymInt")
+    assert value_meta(None) == (None, None)
+
+
+# --- recorded torch 2.11 logs --------------------------------------------------------------------------------------
+
+
+def test_training_log_has_every_stage_of_a_pasted_run():
+    (report,) = import_trace(recorded("mlp_train_bf16"))
+    assert report["status"] == "ok" and report["environment"]["device"] == "cuda"
+    (dynamo_graph,) = report["dynamo"]["graphs"]
+    assert {n["target"] for n in dynamo_graph["nodes"]} >= {"torch._C._nn.linear", "torch._C._nn.gelu"}
+    linear = next(n for n in dynamo_graph["nodes"] if n["name"] == "linear")
+    assert linear["shape"] == [64, 128, 4096] and linear["dtype"] == "bfloat16" and linear["line"] == 5
+    assert linear["args"] == ["l_x_", "l_s_modules_l1_parameters_weight_", "l_s_modules_l1_parameters_bias_"]
+    assert [g["kind"] for g in report["aot"]["graphs"]] == ["joint", "forward", "backward"]
+    (partition,) = report["aot"]["partitions"]
+    assert "primals_3" in partition["saved"]
+    forward = report["aot"]["graphs"][1]
+    assert any(n["marks"]["saved"] for n in forward["nodes"])
+    assert [g["kind"] for g in report["inductor"]["post_grad_graphs"]] == ["forward", "backward"]
+    kernels = report["inductor"]["kernels"]
+    assert len(kernels) == 9 and {k["graph_kind"] for k in kernels} == {"forward", "backward"}
+    # Post-grad nodes point at the kernel they became, the kernel back at the user's line.
+    gelu_kernel = next(k for k in kernels if k["name"] == "triton_poi_fused_gelu_view_0")
+    fwd = report["inductor"]["post_grad_graphs"][0]
+    assert (
+        {n["name"] for n in fwd["nodes"] if n["marks"]["kernel"] == gelu_kernel["name"]}
+        == set(gelu_kernel["post_grad_nodes"])
+        >= {"erf", "mul_1"}
+    )
+    assert [line["line"] for line in gelu_kernel["source_lines"]] == [5]
+    assert report["runtime"]["compile_seconds"]["total"] > 0
+    assert [m["compile_id"] for m in report["runtime"]["compile_metrics"]] == ["0/0"]
+    assert report["runtime"]["compile_timeline"]
+    for section, fields in NOT_IN_LOG.items():
+        assert report[section]["not_in_log"] == fields
+    info = report["trace_import"]
+    assert info["file"]["malformed"] == 0 and info["file"]["records"] > 200 and info["unknown_events"] == []
+
+
+def test_graph_breaks_recompiles_and_guards_from_recorded_logs():
+    (report,) = import_trace(recorded("graph_break"))
+    breaks = report["dynamo"]["graph_breaks"]
+    assert len(breaks) == 2 and report["dynamo"]["summary"]["graph_break_count"] == 2
+    with open(os.path.join(TRACES, "graph_break.py")) as f:
+        source = f.read().splitlines()
+    for b in breaks:  # the user's line from the log's stack, with its code
+        assert b["file"].endswith("graph_break.py") and source[b["line"] - 1].strip() == b["code"]
+    assert len(report["dynamo"]["graphs"]) == 3 and len(report["dynamo"]["guards"]) == 3
+    (report,) = import_trace(recorded("recompile"))
+    recompiles = report["dynamo"]["recompiles"]
+    assert [r["compile_id"] for r in recompiles] == ["0/1", "0/2"]
+    assert "size mismatch at index 0" in recompiles[0]["reason"]
+    assert [m["compile_id"] for m in report["runtime"]["compile_metrics"]] == ["0/0", "0/1", "0/2"]
+
+
+# --- a log made here, by this torch ---------------------------------------------------------------------------------
+
+
+def test_fresh_log_from_this_torch(fresh_log):
+    (report,) = import_trace(str(fresh_log))
+    assert report["environment"]["torch_version"] == torch.__version__
+    assert report["source"]["filename"] == "trace_job.py"
+    (brk,) = report["dynamo"]["graph_breaks"]
+    assert brk["line"] == line_of(JOB, 'print("a graph break")')
+    kinds = [g["kind"] for g in report["aot"]["graphs"]]
+    assert kinds.count("forward") == 2 and kinds.count("backward") == 2 and "inference" in kinds
+    assert len(report["dynamo"]["recompiles"]) == 1 and "size mismatch" in report["dynamo"]["recompiles"][0]["reason"]
+    mlp_line = line_of(JOB, "# line 21")
+    dynamo_lines = {n["line"] for g in report["dynamo"]["graphs"] for n in g["nodes"]}
+    assert mlp_line in dynamo_lines
+    (kernel,) = report["inductor"]["kernels"]
+    assert kernel["language"] == "cpp" and "sin" in kernel["name"]
+    (post_grad,) = report["inductor"]["post_grad_graphs"]
+    assert post_grad["kind"] == "inference" and {n["target"] for n in post_grad["nodes"]} >= {"aten.sin.default"}
+    assert len(report["runtime"]["compile_metrics"]) == 5  # broken: 2 frames, MLP: 2 compiles, fused: 1
+    assert report["trace_import"]["file"]["malformed"] == 0
+    # torch 2.13 logs the bytecode of Dynamo's resume function after the break.
+    (bytecode,) = report["dynamo"]["bytecode"]
+    assert "resume_in_broken" in bytecode["name"] and "RESUME" in bytecode["original"] and bytecode["transformed"]
+    assert report["caches"]["counts"].get("fx_graph_cache_miss") == 1
+
+
+def test_unknown_event_kinds_are_kept_and_listed(fresh_log, tmp_path):
+    text = fresh_log.read_text()
+    odd = (
+        'V1201 07:00:00.000000 1 torch/x.py:1] {"brand_new_event": {"x": 1}, "frame_id": 0, '
+        '"frame_compile_id": 0, "attempt": 0, "has_payload": "ab"}\n\tline one\n\tline two\n'
+    )
+    path = tmp_path / "odd.log"
+    path.write_text(text + odd + "not a record at all\n" + 'V1201 07:00:00.000000 1 x.py:1] {"broken json\n')
+    (report,) = import_trace(str(path))
+    unknown = next(u for u in report["trace_import"]["unknown_events"] if u["event"] == "brand_new_event")
+    assert unknown["count"] == 1
+    assert unknown["samples"][0]["payload"] == "line one\nline two\n" and unknown["samples"][0]["compile_id"] == "0/0"
+    stats = report["trace_import"]["file"]
+    assert stats["malformed"] == 2 and [s["line"] for s in stats["malformed_samples"]] == [
+        text.count("\n") + 4,
+        text.count("\n") + 5,
+    ]
+    assert len(report["dynamo"]["graphs"]) == len(import_trace(str(fresh_log))[0]["dynamo"]["graphs"])
+
+
+# --- uploads: compressed, archives of ranks, limits, garbage -------------------------------------------------------
+
+
+def test_gz_and_archives_of_ranks_with_differing_ranks_flagged(tmp_path):
+    seed, other = (open(recorded(n), "rb").read() for n in ("seed_default", "graph_break"))
+    gz = tmp_path / "trace.log.gz"
+    gz.write_bytes(gzip.compress(seed))
+    (report,) = import_trace(str(gz))
+    assert report["inductor"]["kernels"][0]["name"] == "triton_poi_fused_add_cos_mul_sin_tanh_0"
+    archive = tmp_path / "ranks.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for rank, data in ((0, seed), (1, seed), (2, other)):
+            z.writestr(f"trace/dedicated_log_torch_trace_rank_{rank}_abc.log", data)
+    reports = import_trace(str(archive))
+    assert [r["trace_import"]["rank"] for r in reports] == [0, 1, 2]
+    (differs,) = reports[0]["trace_import"]["differing_ranks"]
+    assert differs["rank"] == 2 and "graphs" in differs["fields"] and "kernels" in differs["fields"]
+    assert [r["differs"] for r in reports[0]["trace_import"]["ranks"]][:2] == [[], []]
+    tar = tmp_path / "ranks.tar.gz"
+    with tarfile.open(tar, "w:gz") as t:
+        for rank, data in ((1, other), (0, seed)):
+            info = tarfile.TarInfo(f"trace/dedicated_log_torch_trace_rank_{rank}_x.log")
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("trace/dedicated_log_torch_trace_rank_9_x.log")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        t.addfile(link)
+    reports = import_trace(str(tar))
+    assert [r["trace_import"]["rank"] for r in reports] == [0, 1]  # the link is not read
+
+
+def test_limits_and_garbage_give_clear_errors(tmp_path):
+    with pytest.raises(TraceLogError, match="larger than the import limit of 0 MiB"):
+        import_trace(recorded("seed_default"), limits=Limits(max_bytes=1000))
+    bomb = tmp_path / "bomb.gz"
+    bomb.write_bytes(gzip.compress(b"\n" * (20 * 1024**2)))
+    with pytest.raises(TraceLogError, match="import limit"):
+        import_trace(str(bomb), limits=Limits(max_bytes=1024**2))
+    garbage = tmp_path / "notes.txt"
+    garbage.write_bytes(b"\x00\xff hello\nworld\n")
+    with pytest.raises(TraceLogError, match="holds no structured-trace record in 2 line"):
+        import_trace(str(garbage))
+    (report,) = import_trace(recorded("seed_default"), limits=Limits(max_payload_bytes=100))
+    assert report["trace_import"]["file"]["truncated_payloads"] > 0  # cut, counted, and the import goes on
+    two_folders = tmp_path / "two.zip"
+    with zipfile.ZipFile(two_folders, "w") as z:
+        z.writestr("a/x.log", "x")
+        z.writestr("b/y.log", "y")
+    with pytest.raises(TraceLogError, match="2 folders"):
+        import_trace(str(two_folders))
+
+
+def test_worker_side_import_runs_in_a_limited_child(tmp_path):
+    reports = run_import(recorded("recompile"), str(tmp_path / "out"), "recompile.trace.log")
+    assert len(reports) == 1 and len(reports[0]["dynamo"]["recompiles"]) == 2
+    assert reports[0]["trace_import"]["source"] == "recompile.trace.log"
+    # The next import's child, started ahead (it loads torch while no upload waits), is the one used.
+    importjob.start_spare(ImportLimits())
+    spare = importjob._spare[ImportLimits()]
+    assert spare.poll() is None
+    again = run_import(recorded("seed_default"), str(tmp_path / "again"), "seed.log")
+    assert spare.poll() == 0 and ImportLimits() not in importjob._spare
+    assert again[0]["inductor"]["kernels"][0]["name"] == "triton_poi_fused_add_cos_mul_sin_tanh_0"
+    bad = tmp_path / "bad.log"
+    bad.write_text("hello\n")
+    with pytest.raises(ImportFailed) as failed:
+        run_import(str(bad), str(tmp_path / "out2"), "bad.log")
+    assert failed.value.kind == "bad_log" and "holds no structured-trace record" in str(failed.value)
+    with pytest.raises(ImportFailed) as failed:
+        run_import(recorded("recompile"), str(tmp_path / "out3"), "r.log", ImportLimits(memory_limit_mb=300))
+    assert failed.value.kind in ("memory", "internal_error")
+
+
+def test_cli_import_writes_one_report_per_rank(tmp_path):
+    archive = tmp_path / "ranks.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for rank in (0, 1):
+            z.write(recorded("seed_default"), f"t/dedicated_log_torch_trace_rank_{rank}_a.log")
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "import", str(archive), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=os.path.join(HERE, "..", ".."),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(out)) == ["report.json", "report.rank1.json"]
+    assert json.loads((out / "report.rank1.json").read_text())["trace_import"]["rank"] == 1
+    assert "kernel(s)" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "seed_default",
+        "seed_reduce_overhead",
+        "mlp_train_bf16",
+        "graph_break",
+        "recompile",
+        "input_mutation_cudagraph_skip",
+    ],
+)
+def test_every_recorded_log_imports_as_a_valid_report(name):
+    (report,) = import_trace(recorded(name))
+    checked = checked_report(report)  # the contract the parent and storage hold every report to
+    assert checked["trace_import"]["file"]["records"] > 0 and checked["status"] == "ok"
+    assert checked["caches"]["state"] == "from the log"
+
+
+def test_a_fresh_log_imports_as_a_valid_report(fresh_log):
+    checked = checked_report(import_trace(str(fresh_log))[0])
+    assert checked["environment"]["torch_version"] == torch.__version__

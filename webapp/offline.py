@@ -1,0 +1,138 @@
+"""One report as one self-contained HTML file (/r/<slug>/export.html): the pages' own scripts and styles inlined,
+every graph and the provenance inlined as data: URLs, so it works opened from disk and makes no request.
+
+- Scripts: report-ui.js and the ES modules it imports (static/js/*.js) are bundled into one inline module: each
+  imported file becomes a function returning its exports, and ``import {a} from "./x.js"`` becomes
+  ``const {a} = <x's exports>``. The layout worker is graph-worker.js bundled the same way, started from a Blob
+  (file:// pages cannot load module workers). Plotly goes in only when the report has a chart.
+- Data: the viewer fetches ``data-graph-url``; here that is a ``data:application/json`` URL, which a fetch reads
+  without a network (connect-src data: only).
+- The Content-Security-Policy (sent as a header and as a <meta>, which is what applies on disk) allows the inline
+  scripts by hash, data: fetches and a blob: worker: no request to any server can be made.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+
+from storage.config import PROJECT_ROOT
+
+JS = os.path.join(PROJECT_ROOT, "static", "js")
+PLOTLY = os.path.join(PROJECT_ROOT, "static", "vendor", "plotly-basic.min.js")
+_IMPORT = re.compile(r'^import\s*\{(?P<names>[^}]*)\}\s*from\s*"\./(?P<file>[\w-]+)\.js";\s*$', re.M | re.S)
+_EXPORT = re.compile(r"^export (?P<kind>const|let|function|class|async function) (?P<name>\w+)", re.M)
+_WORKER = re.compile(r'new Worker\(new URL\("\./graph-worker\.js", import\.meta\.url\)(?:, \{[^}]*\})?\)')
+WORKER_ELEMENT = "pt2scope-layout-worker"
+
+
+class BundleError(RuntimeError):
+    """The page scripts changed in a way the bundler does not know (a test catches this before users do)."""
+
+
+def _source(name: str) -> str:
+    with open(os.path.join(JS, name + ".js")) as f:
+        return f.read()
+
+
+def _bundle(entry: str) -> str:
+    """``entry`` and every module it imports (depth first, each once): the imported ones as functions returning
+    their exports, the entry itself inline, in a block of its own."""
+    parts, done = [], set()
+
+    def visit(name: str, is_entry: bool) -> None:
+        source = _source(name)
+        for match in _IMPORT.finditer(source):
+            if match["file"] not in done:
+                visit(match["file"], False)
+        done.add(name)
+        names = [m["name"] for m in _EXPORT.finditer(source)]
+        source = _EXPORT.sub(lambda m: f"{m['kind']} {m['name']}", source)
+        source = _IMPORT.sub(lambda m: f"const {{{m['names']}}} = {_var(m['file'])};", source)
+        if name == "graph-view":
+            worker = (
+                f'new Worker(URL.createObjectURL(new Blob([document.getElementById("{WORKER_ELEMENT}")'
+                '.textContent], { type: "text/javascript" })))'
+            )
+            source, count = _WORKER.subn(worker, source)
+            if count != 1:
+                raise BundleError("static/js/graph-view.js no longer starts its worker as the bundler expects")
+        if is_entry:
+            parts.append("{\n" + source + "\n}\n")
+        else:
+            parts.append(f"const {_var(name)} = (() => {{\n{source}\nreturn {{ {', '.join(names)} }};\n}})();\n")
+
+    visit(entry, True)
+    return "".join(parts)
+
+
+def _var(name: str) -> str:
+    return "__pt2scope_" + name.replace("-", "_")
+
+
+def viewer_bundle() -> str:
+    """report-ui.js with the viewer modules it imports, as one module script; the worker made from a Blob."""
+    return _bundle("report-ui")
+
+
+def worker_source() -> str:
+    """The layout worker (graph-worker.js and what it imports) as one classic script."""
+    return _bundle("graph-worker")
+
+
+def script_file(name: str) -> str:
+    with open(os.path.join(JS, name)) as f:
+        return f.read()
+
+
+def plotly_source() -> str:
+    with open(PLOTLY) as f:
+        return f.read()
+
+
+def csp_hash(script: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+
+
+def content_security_policy(scripts: list[str]) -> str:
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "script-src " + " ".join(csp_hash(s) for s in scripts),
+            "style-src 'unsafe-inline'",
+            "img-src data:",
+            "connect-src data:",
+            "worker-src blob:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
+
+
+def data_url(text: str, mimetype: str = "application/json") -> str:
+    return f"data:{mimetype};base64,{base64.b64encode(text.encode()).decode()}"
+
+
+def inline_links(html: str, slug: str, graph_text) -> str:
+    """Links between the report's pages become links inside the one page; graph URLs become data: URLs
+    (``graph_text(graph_id)`` -> the stored payload text, or None)."""
+    prefix = f"/r/{slug}"
+
+    def graph(match):
+        text = graph_text(match["id"])
+        return f'data-graph-url="{data_url(text) if text is not None else ""}"'
+
+    html = re.sub(rf'data-graph-url="{re.escape(prefix)}/graphs/(?P<id>[\w-]+)\.json"', graph, html)
+    html = re.sub(
+        rf'href="{re.escape(prefix)}(?:/(?:overview|dynamo|aot|inductor|runtime))?(?P<fragment>#[^"]*)"',
+        lambda m: f'href="{m["fragment"]}"',
+        html,
+    )
+    html = re.sub(
+        rf'href="{re.escape(prefix)}/(?P<tab>overview|dynamo|aot|inductor|runtime)"',
+        lambda m: f'href="#tab-{m["tab"]}"',
+        html,
+    )
+    return html

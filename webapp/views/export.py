@@ -1,0 +1,108 @@
+"""/r/<slug>/export.html: the whole report as one file that works offline (webapp/offline.py says how)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from flask import Blueprint, Response, abort, render_template
+from markupsafe import Markup
+
+from contract import provenance
+from storage import runstore
+from storage.config import PROJECT_ROOT
+from storage.models import IMPORT, Run, utcnow
+from webapp import context, offline, reportview, story
+from webapp.render import Renderer, listing, stylesheet, title_of
+from webapp.views.pages import DRAWN_FIELDS, EXTRA_SECTIONS, NOT_IN_OVERVIEW, STAGE_TABS, TABS
+
+bp = Blueprint("export", __name__)
+
+
+def _tab_html(run: Run, tab: str, sections: dict, renderer: Renderer) -> str:
+    stage = sections.get(tab) or {}
+    if not stage:
+        return '<p class="none">This stage recorded nothing for this run.</p>'
+    other_fields = {key: value for key, value in stage.items() if key not in DRAWN_FIELDS.get(tab, ())}
+    return render_template(
+        f"report/{tab}.html",
+        run=run,
+        tab=tab,
+        sections=sections,
+        stage=stage,
+        other_fields=other_fields,
+        renderer=renderer,
+        view=reportview,
+        listing=listing,
+        title_of=title_of,
+        device_name=(run.environment or {}).get("device_name"),
+        error=runstore.error_of(run),
+        states=story.stage_states(runstore.stage_progress(run), run.status, runstore.error_of(run)),
+    )
+
+
+@bp.get("/r/<slug>/export.html")
+def export_html(slug: str):
+    session = context.session()
+    run = runstore.get_run(session, slug)
+    if run is None or not runstore.has_report(session, run):
+        abort(404)
+    renderer = Renderer(run.filename)
+    wanted = [*STAGE_TABS, *{s for extra in EXTRA_SECTIONS.values() for s in extra}]
+    sections = runstore.load_sections(session, run, wanted, outlines=True)
+    overview = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
+    trace_import = (
+        runstore.load_sections(session, run, ["trace_import"]).get("trace_import") if run.kind == IMPORT else None
+    )
+    tabs = {
+        tab: Markup(
+            offline.inline_links(
+                _tab_html(run, tab, sections, renderer),
+                run.slug,
+                lambda graph_id: runstore.graph_json_text(session, run, graph_id),
+            )
+        )
+        for tab in STAGE_TABS
+    }
+    full = runstore.load_sections(session, run, ["dynamo", "aot", "inductor"])
+    # Every line's piece, inline (report-ui.js reads it where the page would fetch one line's).
+    pieces = {str(line): entry for line, entry in provenance.by_line(full, run.filename).items()}
+    provenance_json = Markup(json.dumps(pieces).replace("</", "<\\/"))
+    has_chart = any('class="chart"' in html for html in tabs.values())
+    scripts = {"report": offline.script_file("report.js"), "bundle": offline.viewer_bundle()}
+    if has_chart:
+        scripts.update(plotly=offline.plotly_source(), charts=offline.script_file("charts.js"))
+    csp = offline.content_security_policy(list(scripts.values()))
+    html = render_template(
+        "export.html",
+        run=run,
+        tabs=tabs,
+        tab_labels=TABS,
+        overview=overview,
+        renderer=renderer,
+        title_of=title_of,
+        css=Markup(_read_css()),
+        highlight_css=Markup(stylesheet()),
+        csp=csp,
+        provenance_json=provenance_json,
+        source_listing=listing(run.code, "L"),
+        trace_import=trace_import,
+        exported_at=runstore.iso(utcnow()),
+        scripts={name: Markup(text) for name, text in scripts.items()},
+        worker=Markup(offline.worker_source()),
+        worker_element=offline.WORKER_ELEMENT,
+    )
+    html = offline.inline_links(html, run.slug, lambda graph_id: runstore.graph_json_text(session, run, graph_id))
+    return Response(
+        html,
+        mimetype="text/html",
+        headers={
+            "Content-Security-Policy": csp,
+            "Content-Disposition": f'attachment; filename="pt2scope-{run.filename.rsplit(".", 1)[0]}-{run.slug}.html"',
+        },
+    )
+
+
+def _read_css() -> str:
+    with open(os.path.join(PROJECT_ROOT, "static", "style.css")) as f:
+        return f.read()

@@ -1,0 +1,76 @@
+"""import_trace: one uploaded TORCH_TRACE log, from claiming the run to its stored reports (one run per rank).
+
+The log is untrusted data: it is parsed by engine.importjob in a child process with memory, CPU and time limits,
+never in this process and never in the web process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+import traceback
+
+from engine.importjob import ImportFailed, ImportLimits, run_import, start_spare
+from storage import runstore
+from storage.db import session_factory
+from storage.queue import IMPORT_TASK
+from workers.celery_app import celery
+
+log = logging.getLogger(__name__)
+
+
+@celery.task(name=IMPORT_TASK, bind=True)
+def import_trace(self, run_id: int) -> None:
+    settings = self.app.conf.pt2scope_settings
+    sessions = session_factory(settings.database_url)
+    with sessions() as session:
+        run = runstore.claim_run(session, run_id, self.request.hostname, os.getpid())
+        if run is None:
+            log.info("import %s is not queued any more (redelivered or reaped): skipped", run_id)
+            return
+        upload = runstore.take_upload(session, run_id)
+        if upload is None:
+            runstore.fail_run(session, run, "load", "bad_log", "the uploaded log is gone; upload it again")
+            return
+        job_dir = os.path.join(settings.jobs_path, run.slug)
+        os.makedirs(job_dir, exist_ok=True)
+        log_path = os.path.join(job_dir, "upload")
+        with open(log_path, "wb") as f:
+            f.write(upload.body)
+        filename = upload.filename
+        session.expunge(upload)  # the body is not needed again in this session
+        del upload
+        started = time.monotonic()
+        runstore.record_event(
+            session, run_id, {"event": "stage", "stage": "load", "state": "started", "elapsed_s": 0.0}
+        )
+        limits = ImportLimits(time_limit_s=settings.job_time_limit_s, max_log_mb=settings.max_trace_expanded_mb)
+        try:
+            reports = run_import(log_path, os.path.join(job_dir, "out"), filename, limits)
+        except ImportFailed as exc:
+            runstore.drop_upload(session, run_id)
+            runstore.fail_run(session, session.get(type(run), run_id), "load", exc.kind, str(exc))
+            return
+        except Exception:  # a bug of ours, shown as such
+            log.exception("import %s failed", run.slug)
+            runstore.drop_upload(session, run_id)
+            runstore.fail_run(
+                session,
+                session.get(type(run), run_id),
+                "load",
+                "internal",
+                "pt2scope failed to import the log:\n" + traceback.format_exc(limit=5),
+            )
+            return
+        finally:
+            shutil.rmtree(job_dir, ignore_errors=True)
+        seconds = round(time.monotonic() - started, 3)
+        runstore.record_event(
+            session,
+            run_id,
+            {"event": "stage", "stage": "load", "state": "finished", "elapsed_s": seconds, "seconds": seconds},
+        )
+        runstore.store_import(session, run_id, reports)
+    start_spare(limits)  # the next upload's child loads torch now, while this worker waits
