@@ -109,7 +109,7 @@ _ID_KEYS = ("frame_id", "frame_compile_id", "attempt", "has_payload", "compiled_
             "subgraph_name", "stack")
 
 
-def _trace_event(meta: dict, payload, log) -> dict:
+def trace_event(meta: dict, payload, log) -> dict:
     """One structured-trace record as the stages read it: {event, compile_id, metadata, payload[, data]}; ``data``
     is the decoded payload where it is JSON (a payload that does not decode is counted as malformed)."""
     keys = [k for k in meta if k not in _ID_KEYS]
@@ -240,7 +240,7 @@ class LogTap(_Malformed):
 
     def _on_trace(self, record) -> None:
         meta = getattr(record, "metadata", {}) or {}
-        event = _trace_event(meta, getattr(record, "payload", None), self)
+        event = trace_event(meta, getattr(record, "payload", None), self)
         event.update(self.tags)
         self.trace.append(event)
 
@@ -308,7 +308,7 @@ def load_trace_log(path: str, log: _Malformed | None = None) -> list[dict]:
                     log.note_malformed("trace_line", path, f"line {number}: {exc}", line)
                 continue
             records.append((meta, []))
-    return [_trace_event(meta, "".join(lines) or None, log) for meta, lines in records]
+    return [trace_event(meta, "".join(lines) or None, log) for meta, lines in records]
 
 
 def load_torch_logs(path: str, log: _Malformed | None = None) -> dict[str, list[dict]]:

@@ -19,12 +19,15 @@ import sys
 import time
 from collections import Counter, defaultdict
 
+from contract.compile_id import CompileId
+from contract.counts import summarize
 from engine.fxgraph import op_histogram
 from engine.fxtext import is_library_file, parse_graph_code
 from engine.importjob import import_request
+from engine.logtap import trace_event
 from engine.report import empty_report, write_report
 from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
-from engine.stages.inductor import estimate_kernel_bytes, group_output_code, parse_kernels
+from engine.stages.inductor import estimate_kernel_bytes, group_output_code, library_calls, parse_kernels
 from engine.stages.runtime import _metrics_summary, compile_seconds, timeline
 from engine.tracelog import FileStats, Limits, LogFile, TraceLogError, _Budget, log_files, records
 
@@ -54,6 +57,7 @@ KEPT_EVENTS = {
     "dynamo_cpp_guards_str",
     "dynamo_guards",
     "artifact:recompile_reasons",
+    "create_symbol",  # when a dimension became dynamic (recompiles' dynamic_dims)
     "compilation_metrics",
     "bwd_compilation_metrics",
     "chromium_event",
@@ -118,16 +122,9 @@ def event_of(meta: dict) -> str:
 
 
 def compile_id_of(meta: dict) -> str | None:
-    """Torch's compile id as the live tap spells it: "frame/compile", "_attempt" when restarted, "!N" prefix for
-    compiled autograd."""
-    if meta.get("frame_id") is None:
-        return None
-    cid = f"{meta['frame_id']}/{meta.get('frame_compile_id', 0)}"
-    if meta.get("attempt"):
-        cid += f"_{meta['attempt']}"
-    if meta.get("compiled_autograd_id") is not None:
-        cid = f"!{meta['compiled_autograd_id']}/{cid}"
-    return cid
+    """Torch's compile id as every reader spells it (contract.compile_id)."""
+    compile_id = CompileId.from_trace(meta)
+    return str(compile_id) if compile_id else None
 
 
 class RankLog:
@@ -151,14 +148,7 @@ class RankLog:
         elif event == "describe_tensor" and isinstance(meta[event], dict):
             self.devices[str(meta[event].get("device", ""))] += 1
         if event in KEPT_EVENTS or event.endswith(BYTECODE_SUFFIXES):
-            self.trace.append(
-                {
-                    "event": event,
-                    "compile_id": compile_id_of(meta),
-                    "metadata": meta[next(iter(meta))],
-                    "payload": payload,
-                }
-            )
+            self.trace.append(trace_event(meta, payload, self))  # as the live tap reads it (JSON decoded)
         elif event.startswith(CACHE_PREFIXES):
             self.caches.append(
                 {"event": event.removeprefix("artifact:"), "compile_id": compile_id_of(meta), **_cache_detail(payload)}
@@ -177,6 +167,10 @@ class RankLog:
 
     def events(self, event: str) -> list[dict]:
         return [e for e in self.trace if e["event"] == event]
+
+    def note_malformed(self, kind: str, source: str, reason: str, text="") -> None:
+        """A payload that should be JSON and is not (engine.logtap.trace_event): counted with the log's lines."""
+        self.stats.note_malformed(self.stats.lines, f"{kind} in {source}: {reason}", str(text or ""))
 
 
 def _cache_detail(payload: str | None) -> dict:
@@ -346,7 +340,8 @@ def build_report(log: RankLog, source_name: str) -> dict:
         dynamo["guards"] = [
             {"compile_id": e["compile_id"], "text": e["payload"]} for e in log.events("dynamo_guards") if e["payload"]
         ]
-    dynamo["recompiles"] = parse_recompiles(log.events("artifact:recompile_reasons"), [])
+    dynamo["recompiles"] = parse_recompiles(log.events("artifact:recompile_reasons"), [], log.events("create_symbol"),
+                                            user_file)
     dynamo["bytecode"] = _bytecode(log)
     dynamo["summary"] = {
         "graph_count": len(dynamo["graphs"]),
@@ -403,6 +398,7 @@ def build_report(log: RankLog, source_name: str) -> dict:
                 if node and node.get("line") and not is_library_file(node.get("file")):
                     lines.setdefault(node["line"], {"file": node["file"], "line": node["line"], "code": node["code"]})
             kernel["source_lines"] = [lines[k] for k in sorted(lines)]
+    inductor["library_calls"] = [call for output in outputs for call in library_calls(output)]
     inductor["metrics"] = {"kernel_count": len(inductor["kernels"])}
 
     runtime = report["runtime"]
@@ -431,6 +427,7 @@ def build_report(log: RankLog, source_name: str) -> dict:
         "unknown_events": list(log.unknown.values()),
         "not_in_log_note": NOT_IN_TRACE_LOG,
     }
+    report["summary"] = summarize(report)  # the counts every page reads, owned as in a pasted run's report
     return report
 
 
