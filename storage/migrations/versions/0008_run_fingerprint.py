@@ -1,7 +1,7 @@
 """runs.fingerprint: an identical submission is answered with the stored run
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-12-01 08:20:00.000000
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
-down_revision = "0006"  # re-chained at the merge with main: 0005, 0007 and 0006 landed first
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -1,16 +1,16 @@
 """TORCH_TRACE imports: runs say what made them (kind), an import's ranks and a re-run point at their first run
 (parent_id, rank), and uploads wait in trace_uploads until a worker imports them
 
-Revision ID: 0006
-Revises: 0007
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-12-01 08:00:00.000000
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006"
-down_revision = "0007"  # re-chained at the merge: 0005 and 0007 landed first
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
