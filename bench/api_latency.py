@@ -10,6 +10,7 @@ The client shares the machine's CPUs with the server: on 2 cores the numbers inc
 
     .venv/bin/python bench/api_latency.py [--clients 50] [--requests 2000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,10 @@ from urllib.parse import urlsplit
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tests.deploy import stack  # noqa: E402
 from storage import runstore  # noqa: E402
 from storage.config import Settings  # noqa: E402
 from storage.db import session_factory  # noqa: E402
+from tests.deploy import stack  # noqa: E402
 
 REDIS_DB = 15  # a db index of its own, flushed before and after
 REPORTS = os.path.join(ROOT, "tests", "fixtures", "reports")
@@ -43,19 +44,27 @@ def main() -> int:
     args = parser.parse_args()
     report_path = max(glob.glob(os.path.join(REPORTS, "*.json")), key=os.path.getsize)
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="pt2scope-latency-") as workdir, \
-            stack.local_deployment(sys.executable, workdir, REDIS_DB) as deployment:
+    with (
+        tempfile.TemporaryDirectory(prefix="pt2scope-latency-") as workdir,
+        stack.local_deployment(sys.executable, workdir, REDIS_DB) as deployment,
+    ):
         slug = store_finished_run(deployment.env["DATABASE_URL"], report_path)
-        paths = [f"/r/{slug}", *(f"/r/{slug}/{tab}" for tab in ("dynamo", "aot", "inductor", "runtime")),
-                 f"/api/runs/{slug}", f"/api/runs/{slug}/report"]
+        paths = [
+            f"/r/{slug}",
+            *(f"/r/{slug}/{tab}" for tab in ("dynamo", "aot", "inductor", "runtime")),
+            f"/api/runs/{slug}",
+            f"/api/runs/{slug}/report",
+        ]
         asyncio.run(measure(deployment.base_url, paths, args.clients, args.warmup))
         started = time.perf_counter()
         timings = asyncio.run(measure(deployment.base_url, paths, args.clients, args.requests))
         wall = time.perf_counter() - started
-    print(f"\nAPI latency: {args.clients} concurrent keep-alive clients, {args.requests} requests after "
-          f"{args.warmup} warm-up, report {os.path.basename(report_path)} "
-          f"({os.path.getsize(report_path) // 1024} KiB); gunicorn 2 processes x 8 threads, PostgreSQL; "
-          f"{os.cpu_count()} CPUs, load before: {load:.2f}")
+    print(
+        f"\nAPI latency: {args.clients} concurrent keep-alive clients, {args.requests} requests after "
+        f"{args.warmup} warm-up, report {os.path.basename(report_path)} "
+        f"({os.path.getsize(report_path) // 1024} KiB); gunicorn 2 processes x 8 threads, PostgreSQL; "
+        f"{os.cpu_count()} CPUs, load before: {load:.2f}"
+    )
     print(f"{'path':<28}{'n':>6}{'median ms':>11}{'p99 ms':>9}{'max ms':>9}{'KiB':>8}")
     everything = []
     for path in paths:
@@ -63,11 +72,15 @@ def main() -> int:
         everything += [ms for ms, _ in samples]
         label = path.replace(slug, "<id>")
         latencies = sorted(ms for ms, _ in samples)
-        print(f"{label:<28}{len(latencies):>6}{statistics.median(latencies):>11.1f}{percentile(latencies, 99):>9.1f}"
-              f"{latencies[-1]:>9.1f}{samples[0][1] / 1024:>8.0f}")
+        print(
+            f"{label:<28}{len(latencies):>6}{statistics.median(latencies):>11.1f}{percentile(latencies, 99):>9.1f}"
+            f"{latencies[-1]:>9.1f}{samples[0][1] / 1024:>8.0f}"
+        )
     everything.sort()
-    print(f"{'all':<28}{len(everything):>6}{statistics.median(everything):>11.1f}"
-          f"{percentile(everything, 99):>9.1f}{everything[-1]:>9.1f}   {len(everything) / wall:.0f} requests/s")
+    print(
+        f"{'all':<28}{len(everything):>6}{statistics.median(everything):>11.1f}"
+        f"{percentile(everything, 99):>9.1f}{everything[-1]:>9.1f}   {len(everything) / wall:.0f} requests/s"
+    )
     return 0
 
 
@@ -81,8 +94,9 @@ def store_finished_run(database_url: str, report_path: str) -> str:
         code = f.read()
     settings = Settings.from_env(database_url=database_url)
     with session_factory(settings.database_url)() as session:
-        run = runstore.create_run(session, runstore.Submission(code=code, filename=f"{name}.py", device="cpu",
-                                                               train=None, configs=["eager"]))
+        run = runstore.create_run(
+            session, runstore.Submission(code=code, filename=f"{name}.py", device="cpu", train=None, configs=["eager"])
+        )
         runstore.claim_run(session, run.id, "bench@localhost", os.getpid())
         runstore.store_report(session, run.id, report)
         return run.slug

@@ -3,6 +3,7 @@ with the same cache settings: a new, empty kernel cache folder per run and graph
 for every job). Measured: the first call, compile included (forward + backward when training), in ms.
 Runs alternate plain/recorded in fresh processes; prints medians, spreads and the ratio. Goal: <= 1.10x.
     python bench/capture_overhead.py [--reps N] [examples ...]"""
+
 import argparse
 import json
 import os
@@ -43,8 +44,10 @@ def plain(path):
 
 def recorded(path):
     with open(path) as f, tempfile.TemporaryDirectory() as job_dir:
-        report = run_job(JobRequest(code=f.read(), filename=os.path.basename(path),
-                                    configs=["eager", "inductor_default"]), job_dir=job_dir)
+        report = run_job(
+            JobRequest(code=f.read(), filename=os.path.basename(path), configs=["eager", "inductor_default"]),
+            job_dir=job_dir,
+        )
     assert report["status"] == "ok", report["failure"]
     return report["runtime"]["first_call_ms"]
 
@@ -62,13 +65,25 @@ def main():
             times["plain"].append(plain(path))
             times["recorded"].append(recorded(path))
         med = {k: statistics.median(v) for k, v in times.items()}
-        rows.append((name, med["plain"], min(times["plain"]), max(times["plain"]), med["recorded"],
-                     min(times["recorded"]), max(times["recorded"]), med["recorded"] / med["plain"]))
+        rows.append(
+            (
+                name,
+                med["plain"],
+                min(times["plain"]),
+                max(times["plain"]),
+                med["recorded"],
+                min(times["recorded"]),
+                max(times["recorded"]),
+                med["recorded"] / med["plain"],
+            )
+        )
         print(name, times, flush=True)
     print(f"\n{'example':<12}{'plain ms (min-max)':>30}{'recorded ms (min-max)':>32}{'ratio':>8}")
     for r in rows:
-        print(f"{r[0]:<12}{r[1]:>10.0f} ({r[2]:.0f}-{r[3]:.0f}){'':>5}{r[4]:>10.0f} ({r[5]:.0f}-{r[6]:.0f}){'':>5}"
-              f"{r[7]:>8.3f}x")
+        print(
+            f"{r[0]:<12}{r[1]:>10.0f} ({r[2]:.0f}-{r[3]:.0f}){'':>5}{r[4]:>10.0f} ({r[5]:.0f}-{r[6]:.0f}){'':>5}"
+            f"{r[7]:>8.3f}x"
+        )
     print(f"reps={args.reps}, cold kernel cache per run, graph caches off; {os.cpu_count()} CPUs")
 
 

@@ -3,6 +3,7 @@ graph caches off), then the same model compiled in a fresh process with the kern
 graph caches empty), then again with every cache filled ("warm"). Runs N jobs of each example in turn; prints the
 total compile seconds of each compile, medians and spreads, and the warm compile's cache hits.
     python bench/cold_warm.py [--reps N] [examples ...]"""
+
 import argparse
 import os
 import statistics
@@ -17,8 +18,10 @@ from engine.job import JobRequest, run_job  # noqa: E402
 
 def job(path: str) -> dict:
     with open(path) as f, tempfile.TemporaryDirectory() as job_dir:
-        report = run_job(JobRequest(code=f.read(), filename=os.path.basename(path),
-                                    configs=["eager", "inductor_default"]), job_dir=job_dir)
+        report = run_job(
+            JobRequest(code=f.read(), filename=os.path.basename(path), configs=["eager", "inductor_default"]),
+            job_dir=job_dir,
+        )
     assert report["status"] == "ok", report["failure"]
     return report["runtime"]["compile_cache"]
 
@@ -43,8 +46,10 @@ def main():
         for label, values in totals.items():
             values = [v for v in values if v is not None]
             if values:
-                print(f"{name:<10} {label:<7} median {statistics.median(values):7.2f} s  (min {min(values):.2f}, "
-                      f"max {max(values):.2f}, n={len(values)})")
+                print(
+                    f"{name:<10} {label:<7} median {statistics.median(values):7.2f} s  (min {min(values):.2f}, "
+                    f"max {max(values):.2f}, n={len(values)})"
+                )
         print(f"warm compile's cache (hits, misses): {hits}; load average {load}, {os.cpu_count()} CPUs")
 
 

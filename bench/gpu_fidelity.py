@@ -11,6 +11,7 @@ fidelity: for each model and config it compares
 cudagraphs: mode="reduce-overhead" with a list of example inputs (examples/recompile.py) and with training
   (examples/mlp_train.py, bench/models/mlp_train_large.py): each rung's status, CUDA-graph status and verdict.
 Prints one table per part; writes each case's report under OUT_DIR."""
+
 import json
 import os
 import runpy
@@ -24,9 +25,12 @@ import torch.utils._pytree as pytree
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-FIDELITY_CASES = {"seed": "examples/seed.py", "seed_large": "bench/models/seed_large.py",
-                  "transformer_block": "bench/models/transformer_block.py",
-                  "mlp_train_large": "bench/models/mlp_train_large.py"}
+FIDELITY_CASES = {
+    "seed": "examples/seed.py",
+    "seed_large": "bench/models/seed_large.py",
+    "transformer_block": "bench/models/transformer_block.py",
+    "mlp_train_large": "bench/models/mlp_train_large.py",
+}
 CUDAGRAPH_CASES = {"recompile_list": "examples/recompile.py", "mlp_train": "examples/mlp_train.py"}
 CONFIGS = ["eager", "inductor_default", "inductor_reduce_overhead"]
 MIN_LOOP_STEPS, MIN_LOOP_SECONDS, LOOP_ROUNDS = 1000, 1.0, 3
@@ -34,10 +38,27 @@ MIN_LOOP_STEPS, MIN_LOOP_SECONDS, LOOP_ROUNDS = 1000, 1.0, 3
 
 def explore(case, path, out):
     t0 = time.time()
-    cmd = [sys.executable, "-m", "engine", "explore", os.path.join(ROOT, path), "--device", "cuda",
-           "--configs", ",".join(CONFIGS), "--out", out, "--quiet"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PT2SCOPE_ISOLATION": os.environ.get("PT2SCOPE_ISOLATION", "none")})
+    cmd = [
+        sys.executable,
+        "-m",
+        "engine",
+        "explore",
+        os.path.join(ROOT, path),
+        "--device",
+        "cuda",
+        "--configs",
+        ",".join(CONFIGS),
+        "--out",
+        out,
+        "--quiet",
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PT2SCOPE_ISOLATION": os.environ.get("PT2SCOPE_ISOLATION", "none")},
+    )
     print(proc.stdout[-3000:], proc.stderr[-1500:], f"[{case}: {time.time() - t0:.1f}s]", flush=True)
     with open(os.path.join(out, "report.json")) as f:
         return json.load(f)
@@ -91,9 +112,10 @@ def independent(path):
     for _ in range(LOOP_ROUNDS):  # interleaved, like pt2scope's rounds
         for config, (step, n) in steps.items():
             rounds[config].append(loop_ms(step, n))
-    return {c: (statistics.median(r), (min(r), max(r)), do_bench(steps[c][0], warmup=100, rep=500,
-                                                                 return_mode="median"))
-            for c, r in rounds.items()}
+    return {
+        c: (statistics.median(r), (min(r), max(r)), do_bench(steps[c][0], warmup=100, rep=500, return_mode="median"))
+        for c, r in rounds.items()
+    }
 
 
 def fidelity(out_root):
@@ -104,9 +126,12 @@ def fidelity(out_root):
             print("FAILED", case, report["failure"])
             continue
         rt = report["runtime"]
-        print(f"{case}: load {rt.get('load', {}).get('text')}; bandwidth "
-              f"{(rt.get('memory_bandwidth') or {}).get('bytes_per_s', 0) / 1e12:.2f} TB/s; "
-              f"{(rt.get('kernel_profile_summary') or {}).get('text')}", flush=True)
+        print(
+            f"{case}: load {rt.get('load', {}).get('text')}; bandwidth "
+            f"{(rt.get('memory_bandwidth') or {}).get('bytes_per_s', 0) / 1e12:.2f} TB/s; "
+            f"{(rt.get('kernel_profile_summary') or {}).get('text')}",
+            flush=True,
+        )
         ours = {b["config"]: b for b in rt["benchmarks"]}
         ref = independent(path)
         for config in CONFIGS:
@@ -114,17 +139,35 @@ def fidelity(out_root):
             if b["status"] != "ok":
                 print("FAILED", case, config, b["error"])
                 continue
-            rows.append((case, config, b["median_ms"], b["p10_ms"], b["p90_ms"], wall, spread,
-                         b["median_ms"] / wall - 1, b.get("gpu_busy_ms"), bench,
-                         b["gpu_busy_ms"] / bench - 1 if b.get("gpu_busy_ms") else None,
-                         (b.get("speedup") or {}).get("text"), ref["eager"][0] / wall,
-                         b["cudagraphs"].get("status"), b["correctness"]["verdict"]))
-    print(f"\n{'case':<18}{'config':<26}{'ours ms':>9}{'p10-p90':>17}{'loop ms':>9}{'min-max':>17}{'diff':>7}"
-          f"{'busy ms':>9}{'do_bench':>9}{'diff':>7}{'loop x':>7}  cudagraphs/verdict  ours speedup")
+            rows.append(
+                (
+                    case,
+                    config,
+                    b["median_ms"],
+                    b["p10_ms"],
+                    b["p90_ms"],
+                    wall,
+                    spread,
+                    b["median_ms"] / wall - 1,
+                    b.get("gpu_busy_ms"),
+                    bench,
+                    b["gpu_busy_ms"] / bench - 1 if b.get("gpu_busy_ms") else None,
+                    (b.get("speedup") or {}).get("text"),
+                    ref["eager"][0] / wall,
+                    b["cudagraphs"].get("status"),
+                    b["correctness"]["verdict"],
+                )
+            )
+    print(
+        f"\n{'case':<18}{'config':<26}{'ours ms':>9}{'p10-p90':>17}{'loop ms':>9}{'min-max':>17}{'diff':>7}"
+        f"{'busy ms':>9}{'do_bench':>9}{'diff':>7}{'loop x':>7}  cudagraphs/verdict  ours speedup"
+    )
     for r in rows:
         busy = f"{r[8]:>9.4f}{r[9]:>9.4f}{r[10] * 100:>6.1f}%" if r[10] is not None else f"{'-':>9}{r[9]:>9.4f}{'-':>7}"
-        print(f"{r[0]:<18}{r[1]:<26}{r[2]:>9.4f}{r[3]:>8.4f}-{r[4]:<8.4f}{r[5]:>9.4f}{r[6][0]:>8.4f}-{r[6][1]:<8.4f}"
-              f"{r[7] * 100:>6.1f}%{busy}{r[12]:>7.2f}  {r[13]}/{r[14]}  {r[11]}")
+        print(
+            f"{r[0]:<18}{r[1]:<26}{r[2]:>9.4f}{r[3]:>8.4f}-{r[4]:<8.4f}{r[5]:>9.4f}{r[6][0]:>8.4f}-{r[6][1]:<8.4f}"
+            f"{r[7] * 100:>6.1f}%{busy}{r[12]:>7.2f}  {r[13]}/{r[14]}  {r[11]}"
+        )
 
 
 def cudagraphs(out_root):
@@ -139,8 +182,10 @@ def cudagraphs(out_root):
             print(f"{case:<16}FAILED {report['failure']['message'][:300]}")
             continue
         for b in report["runtime"]["benchmarks"]:
-            print(f"{case:<16}{b['config']:<26}{b['status']:<8}{b.get('median_ms') or 0:>9.4f}  "
-                  f"{(b.get('correctness') or {}).get('verdict')!s:<10} {b['cudagraphs']} {b.get('error') or ''}")
+            print(
+                f"{case:<16}{b['config']:<26}{b['status']:<8}{b.get('median_ms') or 0:>9.4f}  "
+                f"{(b.get('correctness') or {}).get('verdict')!s:<10} {b['cudagraphs']} {b.get('error') or ''}"
+            )
 
 
 def diagnose(out_root):
@@ -173,8 +218,10 @@ def diagnose(out_root):
                 ours.append(runtime.time_round(workload, rung))
                 loop.append(loop_ms(step, 1000))
             engine_ms, loop_median = statistics.median(ours), statistics.median(loop)
-            print(f"{config:<20}{phase:<22}{engine_ms:>16.4f}{loop_median:>10.4f}"
-                  f"{(engine_ms / loop_median - 1) * 100:>7.1f}%  (warm step {step_s * 1e3:.4f} ms)")
+            print(
+                f"{config:<20}{phase:<22}{engine_ms:>16.4f}{loop_median:>10.4f}"
+                f"{(engine_ms / loop_median - 1) * 100:>7.1f}%  (warm step {step_s * 1e3:.4f} ms)"
+            )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ the device tool must carry bench/vendor) into /tmp and uses that. Needs torch wi
 the network interfaces, a TCP connection to a listener on the host's loopback (no traffic leaves the machine),
 and the environment.
 """
+
 from __future__ import annotations
 
 import glob
@@ -24,7 +25,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-PROBE = '''
+PROBE = """
 import json, os, socket
 import torch
 
@@ -49,7 +50,7 @@ def f(x):
 
 model = f
 example_inputs = (torch.randn(1024, 1024),)
-'''
+"""
 
 
 def ensure_bwrap() -> str:
@@ -58,8 +59,10 @@ def ensure_bwrap() -> str:
         return found
     debs = sorted(glob.glob(os.path.join(ROOT, "bench", "vendor", "bubblewrap_*.deb")))
     if not debs:
-        sys.exit("no bwrap on PATH and no bench/vendor/bubblewrap_*.deb: run `apt-get download bubblewrap` into "
-                 "bench/vendor on a Debian machine and carry that folder")
+        sys.exit(
+            "no bwrap on PATH and no bench/vendor/bubblewrap_*.deb: run `apt-get download bubblewrap` into "
+            "bench/vendor on a Debian machine and carry that folder"
+        )
     target = os.path.join(tempfile.gettempdir(), "pt2scope-bwrap")
     subprocess.run(["dpkg-deb", "-x", debs[-1], target], check=True)
     os.environ["PATH"] = os.path.join(target, "usr", "bin") + os.pathsep + os.environ["PATH"]
@@ -84,16 +87,27 @@ def main() -> int:
     port = listener.getsockname()[1]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pt2scope-gpu-sandbox-") as job_dir:
-        report = run_job(JobRequest(code=PROBE.replace("HOST_PORT", str(port)), filename="probe.py", device="cuda",
-                                    configs=["eager", "inductor_default"]), job_dir, isolation=isolation)
+        report = run_job(
+            JobRequest(
+                code=PROBE.replace("HOST_PORT", str(port)),
+                filename="probe.py",
+                device="cuda",
+                configs=["eager", "inductor_default"],
+            ),
+            job_dir,
+            isolation=isolation,
+        )
     listener.close()
     line = next((out for out in report["user_output"]["stdout"].splitlines() if out.startswith("PROBE")), "PROBE{}")
-    probe = json.loads(line[len("PROBE"):])
+    probe = json.loads(line[len("PROBE") :])
     benchmarks = {b["config"]: b for b in report["runtime"].get("benchmarks", [])}
     inductor = benchmarks.get("inductor_default", {})
     rows += [
-        ("job status", report["status"] + (f" ({report['failure']['kind']}: {report['failure']['message'][:200]})"
-                                           if report["failure"] else "")),
+        (
+            "job status",
+            report["status"]
+            + (f" ({report['failure']['kind']}: {report['failure']['message'][:200]})" if report["failure"] else ""),
+        ),
         ("isolation in report", f"{report['isolation'].get('mode')}, network: {report['isolation'].get('network')}"),
         ("GPU inside", f"{probe.get('cuda_available')} ({probe.get('gpu')})"),
         ("interfaces inside", ", ".join(probe.get("interfaces", []))),
@@ -101,14 +115,22 @@ def main() -> int:
         ("uid inside", probe.get("uid")),
         ("secrets in environment", [v for v in probe.get("environment", []) if "URL" in v or "KEY" in v] or "none"),
         ("kernels (Triton)", len(report["inductor"]["kernels"])),
-        ("inductor_default", f"{inductor.get('status')}, median {inductor.get('median_ms')} ms, "
-                             f"speedup {inductor.get('speedup_vs_eager')}x, max abs err {inductor.get('max_abs_error')}"),
+        (
+            "inductor_default",
+            f"{inductor.get('status')}, median {inductor.get('median_ms')} ms, "
+            f"speedup {inductor.get('speedup_vs_eager')}x, max abs err {inductor.get('max_abs_error')}",
+        ),
         ("memory limit", report["isolation"].get("enforced_by", {}).get("memory_limit_mb")),
         ("job seconds", f"{report['runtime'].get('job_seconds')} (wall {time.monotonic() - started:.1f})"),
     ]
     _print(rows)
-    ok = (report["status"] == "ok" and probe.get("cuda_available") and probe.get("interfaces") == ["lo"]
-          and str(probe.get("tcp_out", "")).startswith("refused") and report["inductor"]["kernels"])
+    ok = (
+        report["status"] == "ok"
+        and probe.get("cuda_available")
+        and probe.get("interfaces") == ["lo"]
+        and str(probe.get("tcp_out", "")).startswith("refused")
+        and report["inductor"]["kernels"]
+    )
     print("RESULT:", "PASS" if ok else "FAIL")
     if not ok:
         print(report["user_output"]["stderr"][-3000:])

@@ -6,6 +6,7 @@ recorded compile) and times the first call. "all" switches on the 13 artifacts t
 registry, "declared" only those the registered readers declare. Runs alternate all/declared; prints medians and
 spreads.
     python bench/log_artifacts.py [--reps N] [examples ...]"""
+
 import argparse
 import json
 import os
@@ -17,8 +18,21 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Before the registry: every artifact any stage might read, read or not.
-ALL_BEFORE = ["fusion", "ir_pre_fusion", "ir_post_fusion", "schedule", "output_code", "graph_breaks", "guards",
-              "recompiles", "aot_graphs", "perf_hints", "cudagraphs", "post_grad_graphs", "inductor_metrics"]
+ALL_BEFORE = [
+    "fusion",
+    "ir_pre_fusion",
+    "ir_post_fusion",
+    "schedule",
+    "output_code",
+    "graph_breaks",
+    "guards",
+    "recompiles",
+    "aot_graphs",
+    "perf_hints",
+    "cudagraphs",
+    "post_grad_graphs",
+    "inductor_metrics",
+]
 
 RUN = """
 import json, sys, torch, torch._inductor.config as ic, torch._functorch.config as fc
@@ -41,8 +55,9 @@ print(json.dumps({"first_call_ms": ms, "enabled": tap.enabled}))
 def one(path: str, artifacts: str) -> tuple[float, list]:
     with tempfile.TemporaryDirectory() as cache:  # new kernel cache and TMPDIR (precompiled header) per run
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "PYTHONPATH": ROOT, "TMPDIR": cache, "HOME": cache}
-        out = subprocess.run([sys.executable, "-c", RUN, path, artifacts], env=env, capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", RUN, path, artifacts], env=env, capture_output=True, text=True, check=True
+        )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     return result["first_call_ms"], result["enabled"]
 
@@ -64,8 +79,10 @@ def main():
         with open("/proc/loadavg") as f:
             load = f.read().split()[:3]
         for label, values in times.items():
-            print(f"{name:<10} {label:<9} {len(enabled[label]):>2} artifacts  median {statistics.median(values):8.0f} ms"
-                  f"  (min {min(values):.0f}, max {max(values):.0f})")
+            print(
+                f"{name:<10} {label:<9} {len(enabled[label]):>2} artifacts  median {statistics.median(values):8.0f} ms"
+                f"  (min {min(values):.0f}, max {max(values):.0f})"
+            )
         print(f"reps={args.reps}, load average {' '.join(load)}, {os.cpu_count()} CPUs")
 
 

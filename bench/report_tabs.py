@@ -9,6 +9,7 @@ last byte (navigation responseEnd - requestStart) and DOMContentLoaded (HTML par
 answers clicks). Then the Inductor tab's largest fusion-decision group opened (its part fetched, 150 pairs drawn).
 Goal (issue 10): every tab at most about 1 MB and interactive within 2 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,7 @@ TABS = ("overview", "dynamo", "aot", "inductor", "runtime")
 
 
 def read(path: str) -> dict:
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
         return json.load(f)
 
 
@@ -47,8 +48,9 @@ def spread(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--report", default=os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports",
-                                                         "residual_mlp_24.json.gz"))
+    parser.add_argument(
+        "--report", default=os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "residual_mlp_24.json.gz")
+    )
     args = parser.parse_args()
     settings = make_settings(tempfile.mkdtemp(prefix="pt2scope-bench-"))
     server = make_server("127.0.0.1", 0, create_app(settings), threaded=True)
@@ -56,31 +58,53 @@ def main() -> None:
     report = read(args.report)
     with session_factory(settings.database_url)() as session:
         request = report["request"]
-        run = runstore.create_run(session, runstore.Submission(
-            code=report["source"]["code"], filename=report["source"]["filename"], device=request["device"],
-            train=request.get("train"), configs=request["configs"]))
+        run = runstore.create_run(
+            session,
+            runstore.Submission(
+                code=report["source"]["code"],
+                filename=report["source"]["filename"],
+                device=request["device"],
+                train=request.get("train"),
+                configs=request["configs"],
+            ),
+        )
         for stage in report["stages"]:
-            runstore.record_event(session, run.id, {"event": "stage", "stage": stage["name"], "state": "finished",
-                                                    "seconds": stage.get("seconds"), "config": stage.get("config")})
+            runstore.record_event(
+                session,
+                run.id,
+                {
+                    "event": "stage",
+                    "stage": stage["name"],
+                    "state": "finished",
+                    "seconds": stage.get("seconds"),
+                    "config": stage.get("config"),
+                },
+            )
         runstore.store_report(session, run.id, report)
         base = f"http://127.0.0.1:{server.server_port}/r/{run.slug}"
     sizes, server_ms, ready_ms, fusion_ms = {}, {tab: [] for tab in TABS}, {tab: [] for tab in TABS}, []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         for _ in range(args.runs):
             for tab in TABS:
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
                 response = page.goto(base + ("" if tab == "overview" else f"/{tab}"))
                 sizes[tab] = len(response.body())
-                timing = page.evaluate("(() => { const t = performance.getEntriesByType('navigation')[0];"
-                                       " return [t.responseEnd - t.requestStart, t.domContentLoadedEventEnd]; })()")
+                timing = page.evaluate(
+                    "(() => { const t = performance.getEntriesByType('navigation')[0];"
+                    " return [t.responseEnd - t.requestStart, t.domContentLoadedEventEnd]; })()"
+                )
                 server_ms[tab].append(timing[0])
                 ready_ms[tab].append(timing[1])
                 if tab == "inductor":
                     groups = page.locator("#inductor-fusion details.fusion-group")
-                    largest = max(range(groups.count()), key=lambda i: int(
-                        groups.nth(i).locator("summary strong").inner_text().rstrip("×")))
+                    largest = max(
+                        range(groups.count()),
+                        key=lambda i: int(groups.nth(i).locator("summary strong").inner_text().rstrip("×")),
+                    )
                     group = groups.nth(largest)
                     started = time.perf_counter()
                     group.locator("summary").click()

@@ -1,6 +1,7 @@
 """Job time of the seed (configs eager,inductor_default) in the bubblewrap sandbox, with and without the shared
 precompiled header (engine.sandbox): `python bench/sandbox_pch.py [ROUNDS]`. Cold and warm jobs alternate, so
 load from other users of the machine falls on both alike. Results: docs/benchmarks.md, "Sandbox"."""
+
 from __future__ import annotations
 
 import os
@@ -26,15 +27,20 @@ def main(rounds: int) -> None:
         results = {"cold": [], "shared": []}
         for i in range(rounds):
             for name, isolation in (("cold", Isolation()), ("shared", warm)):
-                report = run_job(JobRequest(code=SEED, filename="seed.py", configs=["eager", "inductor_default"]),
-                                 os.path.join(root, f"{name}-{i}"), isolation=isolation)
+                report = run_job(
+                    JobRequest(code=SEED, filename="seed.py", configs=["eager", "inductor_default"]),
+                    os.path.join(root, f"{name}-{i}"),
+                    isolation=isolation,
+                )
                 assert report["status"] == "ok", report["failure"]
                 inductor = next(s["seconds"] for s in report["stages"] if s["name"] == "inductor")
                 results[name].append((report["runtime"]["job_seconds"], inductor))
         print(f"{'precompiled header':<20}{'job s (median)':>16}{'inductor stage s':>18}  runs")
         for name, runs in results.items():
-            print(f"{name:<20}{statistics.median(r[0] for r in runs):>16.1f}"
-                  f"{statistics.median(r[1] for r in runs):>18.1f}  {', '.join(f'{r[0]:.1f}' for r in runs)}")
+            print(
+                f"{name:<20}{statistics.median(r[0] for r in runs):>16.1f}"
+                f"{statistics.median(r[1] for r in runs):>18.1f}  {', '.join(f'{r[0]:.1f}' for r in runs)}"
+            )
 
 
 if __name__ == "__main__":

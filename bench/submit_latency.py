@@ -7,6 +7,7 @@ child start to report). One warm-up run is not counted (the worker's first job, 
 
     .venv/bin/python bench/submit_latency.py [--runs 5] [--configs eager,inductor_default]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,13 @@ def main() -> int:
         env = {**os.environ, "PT2SCOPE_INSTANCE": instance}
         for key in ("DATABASE_URL", "CELERY_BROKER_URL"):  # the embedded default, whatever the shell has set
             env.pop(key, None)
-        server = subprocess.Popen([sys.executable, "-m", "service", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "service", "serve", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             _wait_for(base + "/", timeout=60)
             rows = [_one_job(base, seed, configs) for _ in range(args.runs + 1)][1:]
@@ -97,8 +103,11 @@ def _free_port() -> int:
 def _print_table(rows: list[dict], configs: list[str]) -> None:
     print(f"seed, configs: {','.join(configs) or 'engine default (CPU ladder)'}; {len(rows)} runs after 1 warm-up")
     print(f"{'seconds':<28}{'median':>8}{'min':>8}{'max':>8}")
-    for key, label in (("total", "submit to report"), ("engine", "engine (runtime.job_seconds)"),
-                       ("overhead", "overhead")):
+    for key, label in (
+        ("total", "submit to report"),
+        ("engine", "engine (runtime.job_seconds)"),
+        ("overhead", "overhead"),
+    ):
         values = [row[key] for row in rows]
         print(f"{label:<28}{statistics.median(values):>8.2f}{min(values):>8.2f}{max(values):>8.2f}")
 

@@ -11,6 +11,7 @@ warm-up would compete for the CPUs while being measured); the rate limit is off 
 
     .venv/bin/python bench/throughput.py [--jobs 12] [--workers 1,2] [--configs eager,backend_eager]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,34 +41,57 @@ def main() -> int:
     args = parser.parse_args()
     configs = args.configs.split(",")
     rows = []
-    with tempfile.TemporaryDirectory(prefix="pt2scope-throughput-") as workdir, \
-            stack.local_deployment(sys.executable, workdir, REDIS_DB, PT2SCOPE_RATE_LIMIT="0") as deployment:
+    with (
+        tempfile.TemporaryDirectory(prefix="pt2scope-throughput-") as workdir,
+        stack.local_deployment(sys.executable, workdir, REDIS_DB, PT2SCOPE_RATE_LIMIT="0") as deployment,
+    ):
         for count in (int(n) for n in args.workers.split(",")):
             rows.append(one_pass(deployment, workdir, count, args.jobs, configs))
-    print(f"\nthroughput: {args.jobs} jobs of seed, configs {','.join(configs)}; Redis broker, PostgreSQL; "
-          f"{os.cpu_count()} CPUs, load before: {rows[0]['load']:.2f}")
-    print(f"{'workers':>7} {'wall s':>8} {'jobs/min':>9} {'job s median (min-max)':>24} "
-          f"{'engine s median':>16} {'wait for a worker s median':>27}")
+    print(
+        f"\nthroughput: {args.jobs} jobs of seed, configs {','.join(configs)}; Redis broker, PostgreSQL; "
+        f"{os.cpu_count()} CPUs, load before: {rows[0]['load']:.2f}"
+    )
+    print(
+        f"{'workers':>7} {'wall s':>8} {'jobs/min':>9} {'job s median (min-max)':>24} "
+        f"{'engine s median':>16} {'wait for a worker s median':>27}"
+    )
     for row in rows:
         job = row["job_seconds"]
-        print(f"{row['workers']:>7} {row['wall']:>8.1f} {row['per_minute']:>9.1f} "
-              f"{statistics.median(job):>11.2f} ({min(job):.2f}-{max(job):.2f}){'':>3} "
-              f"{statistics.median(row['engine_seconds']):>16.2f} {statistics.median(row['wait_seconds']):>27.2f}")
+        print(
+            f"{row['workers']:>7} {row['wall']:>8.1f} {row['per_minute']:>9.1f} "
+            f"{statistics.median(job):>11.2f} ({min(job):.2f}-{max(job):.2f}){'':>3} "
+            f"{statistics.median(row['engine_seconds']):>16.2f} {statistics.median(row['wait_seconds']):>27.2f}"
+        )
     return 0
 
 
 def one_pass(deployment, workdir: str, count: int, jobs: int, configs: list[str]) -> dict:
     load = os.getloadavg()[0]
     with contextlib.ExitStack() as running:
-        workers = [running.enter_context(stack.LocalService(
-                "worker", sys.executable, os.path.join(workdir, f"worker-{count}-{i}.log"),
-                PT2SCOPE_INSTANCE=os.path.join(workdir, f"worker-{count}-{i}"), PT2SCOPE_PCH_WARMUP="false",
-                **deployment.env)) for i in range(count)]
+        workers = [
+            running.enter_context(
+                stack.LocalService(
+                    "worker",
+                    sys.executable,
+                    os.path.join(workdir, f"worker-{count}-{i}.log"),
+                    PT2SCOPE_INSTANCE=os.path.join(workdir, f"worker-{count}-{i}"),
+                    PT2SCOPE_PCH_WARMUP="false",
+                    **deployment.env,
+                )
+            )
+            for i in range(count)
+        ]
         base = deployment.base_url
-        wait_until(lambda: _status(base)["queues"]["cpu"]["workers"] == count, timeout=120,
-                   what=f"{count} workers to beat", interval=0.5)
-        ids = [_post(f"{base}/api/runs", {"code": SEED, "filename": "seed.py", "configs": configs})["id"]
-               for _ in range(jobs)]
+        wait_until(
+            lambda: _status(base)["queues"]["cpu"]["workers"] == count,
+            timeout=120,
+            what=f"{count} workers to beat",
+            interval=0.5,
+        )
+        ids = [
+            _post(f"{base}/api/runs", {"code": SEED, "filename": "seed.py", "configs": configs})["id"]
+            for _ in range(jobs)
+        ]
         statuses = wait_until(lambda: _all_finished(base, ids), timeout=60 * jobs, what="the jobs", interval=1.0)
     failed = [s for s in statuses if s["status"] != "succeeded"]
     if failed:
@@ -77,10 +101,15 @@ def one_pass(deployment, workdir: str, count: int, jobs: int, configs: list[str]
     started = [_time(s["started_at"]) for s in statuses]
     finished = [_time(s["finished_at"]) for s in statuses]
     wall = (max(finished) - min(created)).total_seconds()
-    return {"workers": count, "wall": wall, "per_minute": jobs / wall * 60, "load": load,
-            "job_seconds": [(f - s).total_seconds() for s, f in zip(started, finished)],
-            "engine_seconds": [s["engine_seconds"] for s in statuses],
-            "wait_seconds": [(s - c).total_seconds() for c, s in zip(created, started)]}
+    return {
+        "workers": count,
+        "wall": wall,
+        "per_minute": jobs / wall * 60,
+        "load": load,
+        "job_seconds": [(f - s).total_seconds() for s, f in zip(started, finished)],
+        "engine_seconds": [s["engine_seconds"] for s in statuses],
+        "wait_seconds": [(s - c).total_seconds() for c, s in zip(created, started)],
+    }
 
 
 def _all_finished(base: str, ids: list[str]) -> list[dict] | None:

@@ -7,6 +7,7 @@ TORCH_LOGS lines carry it as a prefix ("[0/0_1] [__fusion] ..."). Everything in 
 canonical spelling (``str(CompileId)``) and joined on ``compile_key`` (frame, frame compile id): the pieces of one
 compile meet whatever attempt each was recorded under (tlparse's src/types.rs keeps the same three parts).
 """
+
 from __future__ import annotations
 
 import re
@@ -33,16 +34,24 @@ class CompileId:
         match = _SPELLING.match(text.strip())
         if not match:
             return None
-        return cls(int(match["frame"]), int(match["compile"]), int(match["attempt"] or 0),
-                   int(match["ca"]) if match["ca"] is not None else None)
+        return cls(
+            int(match["frame"]),
+            int(match["compile"]),
+            int(match["attempt"] or 0),
+            int(match["ca"]) if match["ca"] is not None else None,
+        )
 
     @classmethod
     def from_trace(cls, metadata: dict) -> CompileId | None:
         """The id in a structured-trace record's metadata (frame_id, frame_compile_id, attempt)."""
         if metadata.get("frame_id") is None:
             return None
-        return cls(int(metadata["frame_id"]), int(metadata.get("frame_compile_id") or 0),
-                   int(metadata.get("attempt") or 0), metadata.get("compiled_autograd_id"))
+        return cls(
+            int(metadata["frame_id"]),
+            int(metadata.get("frame_compile_id") or 0),
+            int(metadata.get("attempt") or 0),
+            metadata.get("compiled_autograd_id"),
+        )
 
     def __str__(self) -> str:
         base = f"{self.frame_id}/{self.frame_compile_id}"

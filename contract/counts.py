@@ -4,6 +4,7 @@ The engine computes them once, at the end of each job (engine/child.py: ``summar
 CLI, the API's run summary and the pages read report["summary"] and never recount. Storage calls the same function
 only for a report stored before the engine wrote a summary (summary.counts null).
 """
+
 from __future__ import annotations
 
 # (key in summary.counts, label shown to people, what it counts)
@@ -40,5 +41,8 @@ def summarize(report: dict) -> dict:
         "generated_kernels": len(kernels),
         "library_calls": sum(library.values()),
     }
-    return {"counts": counts, "kernel_names": [k.get("name") for k in kernels][:20],
-            "library_call_names": dict(sorted(library.items(), key=lambda item: -item[1]))}
+    return {
+        "counts": counts,
+        "kernel_names": [k.get("name") for k in kernels][:20],
+        "library_call_names": dict(sorted(library.items(), key=lambda item: -item[1])),
+    }

@@ -12,6 +12,7 @@ The pages get the same grammar from static/js/contract.js (generated from here b
 Storage builds each graph's payload (graph_payload) and the sections' outlines (section_outline, graphs without
 nodes) once, when a report is stored; the pages list outlines and fetch one payload when a viewer is shown.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,9 @@ PREFIXES = {
 }
 FUNCTIONALIZATION_SIDES = ("before", "after")
 # One pattern for Python and (with its named groups rewritten) JavaScript.
-PATTERN = r"^(?:(?P<prefix>dynamo|aot|postgrad)-(?P<index>\d+)|(?P<func>func)-(?P<func_index>\d+)-(?P<side>before|after))$"
+PATTERN = (
+    r"^(?:(?P<prefix>dynamo|aot|postgrad)-(?P<index>\d+)|(?P<func>func)-(?P<func_index>\d+)-(?P<side>before|after))$"
+)
 _GRAPH_ID = re.compile(PATTERN)
 
 
@@ -40,8 +43,12 @@ class GraphId:
     side: str | None = None  # "before"/"after" for func, else None
 
     def __post_init__(self):
-        if self.prefix not in PREFIXES or self.index < 0 or (self.side is None) == (self.prefix == "func") \
-                or self.side not in (None, *FUNCTIONALIZATION_SIDES):
+        if (
+            self.prefix not in PREFIXES
+            or self.index < 0
+            or (self.side is None) == (self.prefix == "func")
+            or self.side not in (None, *FUNCTIONALIZATION_SIDES)
+        ):
             raise ValueError(f"not a graph id: {self.prefix!r}, {self.index!r}, {self.side!r}")
 
     def __str__(self) -> str:
@@ -129,24 +136,36 @@ def graphs_of_tab(tab: str, section: dict) -> list[dict]:
         ids = [aot_graph(i) for i in range(len(section.get("graphs") or []))]
     elif tab == "inductor":
         ids = [post_grad_graph(i) for i in range(len(section.get("post_grad_graphs") or []))]
-    return [{"id": gid, "graph": graph, "title": graph_title(gid, graph)}
-            for gid in ids if (graph := find_graph(section, gid)) is not None]
+    return [
+        {"id": gid, "graph": graph, "title": graph_title(gid, graph)}
+        for gid in ids
+        if (graph := find_graph(section, gid)) is not None
+    ]
 
 
 def graph_id_by_kind(aot: dict, compile_id: str, kind: str) -> str | None:
     """The id of the AOT graph of this compile id and kind (joint, forward, ...), if recorded."""
     key = compile_key(compile_id)
-    return next((aot_graph(i) for i, graph in enumerate(aot.get("graphs") or [])
-                 if compile_key(graph.get("compile_id")) == key and graph.get("kind") == kind), None)
+    return next(
+        (
+            aot_graph(i)
+            for i, graph in enumerate(aot.get("graphs") or [])
+            if compile_key(graph.get("compile_id")) == key and graph.get("kind") == kind
+        ),
+        None,
+    )
 
 
 def functionalization_graphs(aot: dict) -> list[dict]:
     """Per Dynamo graph: the before/after pair and the rewrites, for the AOT tab."""
     pairs = []
     for i, entry in enumerate(aot.get("functionalization") or []):
-        sides = {side: {"id": graph_id, "graph": entry[side], "title": graph_title(graph_id, entry[side])}
-                 for side in FUNCTIONALIZATION_SIDES if isinstance(entry.get(side), dict)
-                 for graph_id in [functionalization_graph(i, side)]}
+        sides = {
+            side: {"id": graph_id, "graph": entry[side], "title": graph_title(graph_id, entry[side])}
+            for side in FUNCTIONALIZATION_SIDES
+            if isinstance(entry.get(side), dict)
+            for graph_id in [functionalization_graph(i, side)]
+        }
         pairs.append({"entry": entry, **sides})
     return pairs
 
@@ -167,10 +186,18 @@ def graph_payload(graph_id: str, graph: dict) -> dict:
     for node in nodes:
         args.extend(number[name] for name in node.get("args") or [] if name in number)
         arg_offsets.append(len(args))
-    return {"id": graph_id, "title": graph_title(graph_id, graph), "kind": graph.get("kind"),
-            "compile_id": graph.get("compile_id"), "code": graph.get("code") or "", "count": len(nodes),
-            "names": [node.get("name") for node in nodes], "arg_offsets": arg_offsets, "args": args,
-            "columns": {key: _dictionary_column([node.get(key) for node in nodes]) for key in NODE_COLUMNS}}
+    return {
+        "id": graph_id,
+        "title": graph_title(graph_id, graph),
+        "kind": graph.get("kind"),
+        "compile_id": graph.get("compile_id"),
+        "code": graph.get("code") or "",
+        "count": len(nodes),
+        "names": [node.get("name") for node in nodes],
+        "arg_offsets": arg_offsets,
+        "args": args,
+        "columns": {key: _dictionary_column([node.get(key) for node in nodes]) for key in NODE_COLUMNS},
+    }
 
 
 def _dictionary_column(values: list) -> dict:
@@ -188,8 +215,11 @@ def _dictionary_column(values: list) -> dict:
 
 def report_graphs(report: dict) -> list[tuple[str, dict]]:
     """Every graph of a report that has a viewer, as (graph id, graph)."""
-    graphs = [(entry["id"], entry["graph"]) for tab in ("dynamo", "aot", "inductor")  # each tab reads its section
-              for entry in graphs_of_tab(tab, report.get(tab) or {})]
+    graphs = [
+        (entry["id"], entry["graph"])
+        for tab in ("dynamo", "aot", "inductor")  # each tab reads its section
+        for entry in graphs_of_tab(tab, report.get(tab) or {})
+    ]
     for pair in functionalization_graphs(report.get("aot") or {}):
         graphs += [(pair[side]["id"], pair[side]["graph"]) for side in ("before", "after") if side in pair]
     return graphs
@@ -207,7 +237,10 @@ def section_outline(section) -> dict | None:
     if isinstance(section.get("functionalization"), list):
         outline["functionalization"] = [
             {**entry, **{side: _without_nodes(entry[side]) for side in ("before", "after") if side in entry}}
-            if isinstance(entry, dict) else entry for entry in section["functionalization"]]
+            if isinstance(entry, dict)
+            else entry
+            for entry in section["functionalization"]
+        ]
     return {**section, **outline} if outline else None
 
 

@@ -1,6 +1,7 @@
 """The per-job limits' defaults, in one place: engine.job.JobRequest (what the engine enforces), the settings
 (storage/config.py, overridable from the environment) and the CLI read them from here. docs/security.md says why
 each value, and what enforces it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -9,6 +9,7 @@ here, or declared with another type, fails validation with its path, so the docu
 engine writes cannot drift apart. Every field has a default where the value can be unknown (a job that failed
 early), so a validated report always carries every key, null where nothing was recorded.
 """
+
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -31,11 +32,11 @@ SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 VERSION_HISTORY = {
     1: "the first version: keys could be absent (an empty section was `{}`; `grad_*` errors only when training; "
-       "early engines wrote no sandbox limits into `request`).",
+    "early engines wrote no sandbox limits into `request`).",
     2: "the same fields, typed by contract/report.py: every key of every object is present (null where nothing "
-       "was recorded) and unknown keys are rejected; the job's report is validated where it enters the parent "
-       "and where it is stored. A v1 report is upgraded on read: its absent keys get the v2 defaults, absent "
-       "request limits become null.",
+    "was recorded) and unknown keys are rejected; the job's report is validated where it enters the parent "
+    "and where it is stored. A v1 report is upgraded on read: its absent keys get the v2 defaults, absent "
+    "request limits become null.",
 }
 
 ConfigName = Literal[tuple(CONFIGS)]
@@ -53,6 +54,7 @@ class Model(BaseModel):
 
 
 # --- graphs, shared by every stage -----------------------------------------------------------------------------
+
 
 class ModuleFrame(Model):
     """One entry of a node's `nn_module_stack`."""
@@ -170,6 +172,7 @@ class SourceLine(Model):
 
 # --- dynamo ----------------------------------------------------------------------------------------------------
 
+
 class GraphBreak(Model):
     """A graph break, deduplicated by (file, line, reason)."""
 
@@ -283,6 +286,7 @@ class Dynamo(Model):
 
 # --- aot -------------------------------------------------------------------------------------------------------
 
+
 class Partition(Model):
     compile_id: str | None
     saved: list[str]
@@ -351,6 +355,7 @@ class Aot(Model):
 
 
 # --- inductor --------------------------------------------------------------------------------------------------
+
 
 class IrText(Model):
     compile_id: str | None
@@ -465,6 +470,7 @@ class Inductor(Model):
 
 
 # --- runtime ---------------------------------------------------------------------------------------------------
+
 
 class CompileSeconds(Model):
     """Seconds per stage of a compile, summed over compile ids. Exclusive: the six stages add up to `total` (to
@@ -859,6 +865,7 @@ class Runtime(Model):
 
 
 # --- top level -------------------------------------------------------------------------------------------------
+
 
 class Counts(Model):
     """The report's counts: one name each, the same in the CLI, the API's run summary and the pages (labels:
@@ -1293,6 +1300,7 @@ SECTIONS = tuple(Report.model_fields)
 
 # --- reading: version check, upgrade, validation ---------------------------------------------------------------
 
+
 class ReportError(ValueError):
     """A report this pt2scope cannot read; the message says why (and where)."""
 
@@ -1307,8 +1315,7 @@ class InvalidReport(ReportError):
         super().__init__(f"{path}: {why}" + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""))
 
 
-_LIMITS_ADDED_IN_V1 = ("cpu_time_limit_s", "process_limit", "open_files_limit", "file_size_limit_mb",
-                       "output_limit_mb")
+_LIMITS_ADDED_IN_V1 = ("cpu_time_limit_s", "process_limit", "open_files_limit", "file_size_limit_mb", "output_limit_mb")
 
 
 def _upgrade_v1(report: dict) -> dict:
@@ -1335,7 +1342,8 @@ def check_version(report) -> int:
         raise ReportVersionError(
             f"report schema_version {version!r} is not one this pt2scope reads "
             f"({', '.join(map(str, READABLE_VERSIONS))})"
-            + (": it was written by a newer pt2scope; upgrade this one to read it" if newer else ""))
+            + (": it was written by a newer pt2scope; upgrade this one to read it" if newer else "")
+        )
     return version
 
 

@@ -6,6 +6,7 @@ traces recorded by running a file from a path carry the full path (``/tmp/tr/mod
 when its file's last component is the file name and it does not lie in an installed package or the standard
 library: a user file named ``utils.py`` must not claim ``torch/_dynamo/utils.py``.
 """
+
 from __future__ import annotations
 
 import re

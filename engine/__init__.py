@@ -14,6 +14,7 @@ Where each stage is captured:
     engine/warm.py              a warm compile in a fresh process (cold vs warm, runtime.compile_cache)
     engine/logtap.py            the log tap and the registry of its readers (what each stage reads from torch's logs)
 """
+
 from engine.report import SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION"]

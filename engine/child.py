@@ -4,6 +4,7 @@ Run as ``python -m engine.child JOB_DIR`` by engine.job (never imported by the p
 JOB_DIR/request.json, writes progress events as JSON lines to the fd in PT2SCOPE_EVENT_FD, saves
 JOB_DIR/report.json.partial after each stage (so a crash keeps what was done) and JOB_DIR/report.json at the end.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,8 +23,14 @@ from engine.report import empty_report, failed_report, write_report  # noqa: E40
 
 # The timeline phase each stage's begin..end is (engine/stages call job.begin and job.end); aot and inductor run
 # inside the recorded compile (their seconds are torch's metrics, not a span of their own).
-STAGE_PHASES = {"load": "load_user_code", "eager": "eager", "dynamo": "compile", "report": "collect",
-                "benchmark": "benchmark", "profile": "profile"}
+STAGE_PHASES = {
+    "load": "load_user_code",
+    "eager": "eager",
+    "dynamo": "compile",
+    "report": "collect",
+    "benchmark": "benchmark",
+    "profile": "profile",
+}
 # What runs between the stage before and this stage's first begin: the recorded compile's hooks are installed, the
 # ladder is set up (the memory bandwidth measured).
 PHASE_BEFORE = {"dynamo": "install_hooks", "benchmark": "ladder_setup"}
@@ -78,8 +85,9 @@ class Job:
         if begun is not None and stage in STAGE_PHASES:
             # Phases follow each other: one begun before the last ended (load, begun before the imports) starts
             # where that one ended.
-            self.timeline.add(STAGE_PHASES[stage], max(begun, self._last_phase_end()), time.time(),
-                              config=extra.get("config"))
+            self.timeline.add(
+                STAGE_PHASES[stage], max(begun, self._last_phase_end()), time.time(), config=extra.get("config")
+            )
         seconds = round(time.monotonic() - t0 if seconds is None else seconds, 4)
         self.report["stages"].append({"name": stage, "seconds": seconds, **extra})
         # Written before the event says so: the worker stores the finished sections when it reads the event.
@@ -149,8 +157,9 @@ def _record_compile_workers(job: Job) -> None:
             future = cls._ready_future
             if len(created) == 1 and future is not None:
                 created.append(future)
-                future.add_done_callback(lambda _: job.timeline.add("compile_workers_start", created[0], time.time(),
-                                                                    depth=1))
+                future.add_done_callback(
+                    lambda _: job.timeline.add("compile_workers_start", created[0], time.time(), depth=1)
+                )
             return ready
 
         AsyncCompile.process_pool = staticmethod(process_pool)
@@ -170,20 +179,46 @@ def main(argv: list[str]) -> int:
         limit = limit_failure(getattr(exc, "original", None) or exc, job.request)
         from_user = getattr(exc, "kind", None) is not None and hasattr(exc, "traceback_text")
         if limit:
-            job.report = failed_report(job.request, job.stage, *limit, file=getattr(exc, "file", None),
-                                       line=getattr(exc, "line", None),
-                                       traceback_text=getattr(exc, "traceback_text", "") or
-                                       traceback.format_exc()[-8000:], partial=job.report)
+            job.report = failed_report(
+                job.request,
+                job.stage,
+                *limit,
+                file=getattr(exc, "file", None),
+                line=getattr(exc, "line", None),
+                traceback_text=getattr(exc, "traceback_text", "") or traceback.format_exc()[-8000:],
+                partial=job.report,
+            )
         elif from_user:
-            job.report = failed_report(job.request, job.stage, exc.kind, exc.message, file=exc.file, line=exc.line,
-                                       traceback_text=exc.traceback_text, partial=job.report)
+            job.report = failed_report(
+                job.request,
+                job.stage,
+                exc.kind,
+                exc.message,
+                file=exc.file,
+                line=exc.line,
+                traceback_text=exc.traceback_text,
+                partial=job.report,
+            )
         else:
-            job.report = failed_report(job.request, job.stage, "internal_error", f"{type(exc).__name__}: {exc}",
-                                       traceback_text=traceback.format_exc()[-8000:], partial=job.report)
+            job.report = failed_report(
+                job.request,
+                job.stage,
+                "internal_error",
+                f"{type(exc).__name__}: {exc}",
+                traceback_text=traceback.format_exc()[-8000:],
+                partial=job.report,
+            )
         # Kind and message also by event: the parent still knows them if the report cannot be written (a full
         # job folder).
-        job.emit({"event": "stage", "stage": job.stage, "state": "failed", "kind": job.report["failure"]["kind"],
-                  "message": job.report["failure"]["message"]})
+        job.emit(
+            {
+                "event": "stage",
+                "stage": job.stage,
+                "state": "failed",
+                "kind": job.report["failure"]["kind"],
+                "message": job.report["failure"]["message"],
+            }
+        )
     if os.getpid() != job_pid:
         os._exit(0)
     job.save()

@@ -1,4 +1,5 @@
 """``python -m engine explore FILE``: run one job and print progress stage by stage, then a summary."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,15 +20,20 @@ def main(argv=None) -> int:
     explore = sub.add_parser("explore", help="compile FILE with every stage recorded; write DIR/report.json")
     explore.add_argument("file", help="Python file defining `model` and `example_inputs`")
     explore.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    explore.add_argument("--train", action="store_true", default=None, help="also run backward (default: the file's"
-                                                                           " `train`)")
+    explore.add_argument(
+        "--train", action="store_true", default=None, help="also run backward (default: the file's `train`)"
+    )
     explore.add_argument("--configs", default="", help=f"comma-separated subset of: {', '.join(CONFIGS)}")
     explore.add_argument("--out", help="output folder (default: a new folder named after FILE and the time)")
-    explore.add_argument("--time-limit", type=float, default=DEFAULT_LIMITS.time_limit_s,
-                         help="seconds before the job is killed")
+    explore.add_argument(
+        "--time-limit", type=float, default=DEFAULT_LIMITS.time_limit_s, help="seconds before the job is killed"
+    )
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
-    imported = sub.add_parser("import", help="read a TORCH_TRACE log (.log, .gz, or a zip/tar of one folder with "
-                                             "one log per rank) into DIR/report.json")
+    imported = sub.add_parser(
+        "import",
+        help="read a TORCH_TRACE log (.log, .gz, or a zip/tar of one folder with "
+        "one log per rank) into DIR/report.json",
+    )
     imported.add_argument("log", help="the log TORCH_TRACE=DIR wrote, or an archive of DIR")
     imported.add_argument("--out", help="output folder (default: a new folder named after LOG and the time)")
     imported.add_argument("--name", help="the upload's own name, when LOG is a stored copy")
@@ -42,8 +48,14 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"error: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
-    request = JobRequest(code=code, filename=os.path.basename(args.file), device=args.device, train=args.train,
-                         configs=[c for c in args.configs.split(",") if c], time_limit_s=args.time_limit)
+    request = JobRequest(
+        code=code,
+        filename=os.path.basename(args.file),
+        device=args.device,
+        train=args.train,
+        configs=[c for c in args.configs.split(",") if c],
+        time_limit_s=args.time_limit,
+    )
     try:
         request.validated()
     except ConfigError as exc:
@@ -59,8 +71,9 @@ def main(argv=None) -> int:
         print(isolation_line, file=sys.stderr)
     out = args.out or f"pt2scope-{os.path.splitext(request.filename)[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
     os.makedirs(out, exist_ok=True)
-    report = run_job(request, job_dir=os.path.join(out, "job"), on_event=None if args.quiet else _progress,
-                     isolation=isolation)
+    report = run_job(
+        request, job_dir=os.path.join(out, "job"), on_event=None if args.quiet else _progress, isolation=isolation
+    )
     path = os.path.join(out, "report.json")
     write_report(report, path)
     if report["status"] != "ok":
@@ -90,8 +103,10 @@ def import_command(args) -> int:
         info = report["trace_import"]
         rank = info["rank"]
         path = os.path.join(out, "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json")
-        print(f"rank {rank if rank is not None else '-'}: {info['file']['records']} records, "
-              f"{info['file']['malformed']} malformed line(s)")
+        print(
+            f"rank {rank if rank is not None else '-'}: {info['file']['records']} records, "
+            f"{info['file']['malformed']} malformed line(s)"
+        )
         print(summary(report))
         print(f"report: {path}")
     return 0
@@ -105,8 +120,11 @@ def _progress(event: dict) -> None:
         print(f"{event['elapsed_s']:7.1f}s  {event['stage']}{config} ...", file=sys.stderr, flush=True)
     elif event["state"] == "finished":
         extra = f"  median {event['median_ms']:.3f} ms" if event.get("median_ms") is not None else ""
-        print(f"{event['elapsed_s']:7.1f}s  {event['stage']}{config} done in {event['seconds']:.2f}s{extra}",
-              file=sys.stderr, flush=True)
+        print(
+            f"{event['elapsed_s']:7.1f}s  {event['stage']}{config} done in {event['seconds']:.2f}s{extra}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def summary(report: dict) -> str:
@@ -117,11 +135,14 @@ def summary(report: dict) -> str:
     def count(*keys):  # the report's own counts (report["summary"]), named as everywhere (contract/counts.py)
         return ", ".join(f"{counts.get(k) if counts.get(k) is not None else '?'} {COUNT_LABELS[k]}" for k in keys)
 
-    lines = [f"torch {env.get('torch_version')} on {env.get('device')} ({env.get('device_name')})",
-             "dynamo: " + count("dynamo_graphs", "graph_breaks", "unique_graph_breaks", "recompiles", "guards"),
-             f"aot: {', '.join(sorted({g['kind'] for g in report['aot']['graphs']})) or 'not run'}",
-             "inductor: " + count("generated_kernels", "library_calls")
-             + "".join(f"\n  {k['name']} ({k['language']}): {', '.join(k['source_nodes'])}" for k in ind["kernels"][:8])]
+    lines = [
+        f"torch {env.get('torch_version')} on {env.get('device')} ({env.get('device_name')})",
+        "dynamo: " + count("dynamo_graphs", "graph_breaks", "unique_graph_breaks", "recompiles", "guards"),
+        f"aot: {', '.join(sorted({g['kind'] for g in report['aot']['graphs']})) or 'not run'}",
+        "inductor: "
+        + count("generated_kernels", "library_calls")
+        + "".join(f"\n  {k['name']} ({k['language']}): {', '.join(k['source_nodes'])}" for k in ind["kernels"][:8]),
+    ]
     cs = {k: v for k, v in (rt.get("compile_seconds") or {}).items() if isinstance(v, (int, float))}
     if cs:
         lines.append("compile (exclusive stages): " + ", ".join(f"{k} {v:.2f}s" for k, v in cs.items()))
@@ -136,8 +157,9 @@ def summary(report: dict) -> str:
     mode = rt.get("mode") or {}
     if mode:
         lines.append(f"mode: {mode.get('kind')} ({mode.get('reason')})")
-    lines.append(f"{'config':<26}{'ms/step':>10}{'p10-p90':>19}{'latency':>10}{'verdict':>10}{'max abs err':>13}"
-                 f"  speedup")
+    lines.append(
+        f"{'config':<26}{'ms/step':>10}{'p10-p90':>19}{'latency':>10}{'verdict':>10}{'max abs err':>13}  speedup"
+    )
     for b in rt["benchmarks"]:
         if b["status"] != "ok":
             lines.append(f"{b['config']:<26}  failed: {(b['error'] or '')[:80]}")
@@ -145,8 +167,10 @@ def summary(report: dict) -> str:
         # The speedup in words: the figure with its spread, or "not decided" (never a bare number).
         speedup = (b.get("speedup") or {}).get("text") or "not measured"
         verdict = (b.get("correctness") or {}).get("verdict") or "?"
-        lines.append(f"{b['config']:<26}{b['median_ms']:>10.4f}{b['p10_ms']:>9.4f}-{b['p90_ms']:<9.4f}"
-                     f"{b.get('latency_ms') or 0:>10.4f}{verdict:>10}{b['max_abs_error'] or 0:>13.2e}  {speedup}")
+        lines.append(
+            f"{b['config']:<26}{b['median_ms']:>10.4f}{b['p10_ms']:>9.4f}-{b['p90_ms']:<9.4f}"
+            f"{b.get('latency_ms') or 0:>10.4f}{verdict:>10}{b['max_abs_error'] or 0:>13.2e}  {speedup}"
+        )
     correctness = rt.get("correctness") or {}
     if correctness.get("text"):
         lines.append(f"correctness: {correctness['text']}")
@@ -158,10 +182,12 @@ def summary(report: dict) -> str:
         cg = b.get("cudagraphs") or {}
         if cg.get("reason"):
             lines.append(f"cuda graphs [{b['config']}]: {cg['status']}: {cg['reason']}")
-    malformed = ((report.get("logs") or {}).get("malformed") or {})
+    malformed = (report.get("logs") or {}).get("malformed") or {}
     if malformed.get("count"):
-        lines.append(f"logs: {malformed['count']} record(s) torch wrote could not be read "
-                     f"({', '.join(f'{k} {v}' for k, v in malformed['by_kind'].items())}): see the report's logs")
+        lines.append(
+            f"logs: {malformed['count']} record(s) torch wrote could not be read "
+            f"({', '.join(f'{k} {v}' for k, v in malformed['by_kind'].items())}): see the report's logs"
+        )
     if report["unavailable"]:
         lines.append("unavailable: " + ", ".join(u["name"] for u in report["unavailable"]))
     return "\n".join(lines)

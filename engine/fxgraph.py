@@ -4,6 +4,7 @@ A node becomes {"name", "op", "target", "args" (names of the nodes it reads: the
 "dtype", "file", "line", "code", "module_stack"}; stages add their own marks under "marks".
 Must run inside the compile hooks: node.meta is gone once the compile finishes.
 """
+
 from __future__ import annotations
 
 import re

@@ -7,6 +7,7 @@ a limit becomes a failed report naming the stage and the limit, never a hung par
 (engine.sandbox builds its whole launch command), and everything it leaves (report, output) is read back as
 untrusted data.
 """
+
 from __future__ import annotations
 
 import json
@@ -70,8 +71,14 @@ class JobRequest:
         return self
 
 
-def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
-            isolation: sandbox.Isolation | None = None, *, scratch: bool = False) -> dict:
+def run_job(
+    request: JobRequest,
+    job_dir: str | None = None,
+    on_event=None,
+    isolation: sandbox.Isolation | None = None,
+    *,
+    scratch: bool = False,
+) -> dict:
     """Run ``request`` in a fresh child process; return the report (status "ok" or "failed").
 
     ``on_event(event: dict)`` is called in this thread for every progress event as it arrives (engine.events has
@@ -94,15 +101,26 @@ def run_job(request: JobRequest, job_dir: str | None = None, on_event=None,
         job_space = scratch and sandbox.mount_job_space(job_dir, request.output_limit_mb * 1024 * 1024)
         lease = sandbox.UidLease.take() if isolation.mode == "bubblewrap" else sandbox.UidLease(None, None)
         cleanup.callback(lease.release)  # after the group: callbacks run last-registered first
-        group = JobGroup(f"pt2scope-job-{os.getpid()}-{secrets.token_hex(4)}",
-                         None if request.memory_limit_mb is None else request.memory_limit_mb * 1024 * 1024,
-                         request.process_limit)
+        group = JobGroup(
+            f"pt2scope-job-{os.getpid()}-{secrets.token_hex(4)}",
+            None if request.memory_limit_mb is None else request.memory_limit_mb * 1024 * 1024,
+            request.process_limit,
+        )
         cleanup.callback(group.close)
         return _run(request, job_dir, on_event, isolation, lease.uid, group, job_space, cleanup, started_unix)
 
 
-def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolation, uid: int | None,
-         group: JobGroup, job_space: bool, cleanup: ExitStack, started_unix: float) -> dict:
+def _run(
+    request: JobRequest,
+    job_dir: str,
+    on_event,
+    isolation: sandbox.Isolation,
+    uid: int | None,
+    group: JobGroup,
+    job_space: bool,
+    cleanup: ExitStack,
+    started_unix: float,
+) -> dict:
     sandbox.prepare_job_dir(job_dir, isolation, uid)
     with open(os.path.join(job_dir, request.filename), "w") as f:
         f.write(request.code)
@@ -118,15 +136,20 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
     seccomp_fd = seccomp.filter_fd() if sandboxed else None
     # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
     # the parent reads back is always the file it created (never a link the job planted).
-    out, err = (cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b"))
-                for name in ("stdout", "stderr"))
+    out, err = (
+        cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b")) for name in ("stdout", "stderr")
+    )
     env = _child_env(job_dir, write_fd, request)
     started = time.monotonic()
     spawned_unix = time.time()
     try:
         proc = subprocess.Popen(
-            sandbox.child_command(isolation, request, job_dir, env, uid, seccomp_fd, status_write), cwd=job_dir,
-            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            sandbox.child_command(isolation, request, job_dir, env, uid, seccomp_fd, status_write),
+            cwd=job_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
             pass_fds=tuple(fd for fd in (write_fd, seccomp_fd, status_write) if fd is not None),
             start_new_session=True,  # own process group: a kill reaches every descendant
             preexec_fn=group.join_in_child if group.enforced else None,
@@ -139,8 +162,7 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
                 os.close(fd)
     group.started(proc.pid)
 
-    pump = _Pump(proc, read_fd, status_read, request, job_dir, started, on_event, group,
-                 watch_space=not job_space)
+    pump = _Pump(proc, read_fd, status_read, request, job_dir, started, on_event, group, watch_space=not job_space)
     try:
         pump.run()
         pump._note_full_space()
@@ -171,50 +193,82 @@ def _run(request: JobRequest, job_dir: str, on_event, isolation: sandbox.Isolati
     elif pump.killed_for == "timeout":
         file, line = _line_at_timeout(job_dir, request.filename)
         where = f" at {file}:{line}" if line else ""
-        report = failed_report(request_dict, stage, "timeout",
-                               f"time limit of {request.time_limit_s:g} s reached during stage '{stage}'{where}; "
-                               "the job was killed. Use smaller inputs or fewer configs.",
-                               file=file if line else None, line=line, partial=partial)
+        report = failed_report(
+            request_dict,
+            stage,
+            "timeout",
+            f"time limit of {request.time_limit_s:g} s reached during stage '{stage}'{where}; "
+            "the job was killed. Use smaller inputs or fewer configs.",
+            file=file if line else None,
+            line=line,
+            partial=partial,
+        )
     elif pump.killed_for == "output_limit":
-        report = failed_report(request_dict, stage, "output_limit",
-                               f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': "
-                               "the job's output and files grew past it, and the job was killed. Print less.",
-                               partial=partial)
+        report = failed_report(
+            request_dict,
+            stage,
+            "output_limit",
+            f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': "
+            "the job's output and files grew past it, and the job was killed. Print less.",
+            partial=partial,
+        )
     elif pump.killed_for == "memory" or group.counter("oom") > 0:  # the kernel killed a process of the job
         report = failed_report(request_dict, stage, "memory", _memory_message(request, stage), partial=partial)
     elif pump.failed_event and (report is None or report.get("status") not in ("ok", "failed")):
         # The child knew why it failed but could not write its report (its folder was full): its event says.
-        report = failed_report(request_dict, stage, pump.failed_event["kind"],
-                               pump.failed_event.get("message", "") + " (the job could not write its report)",
-                               partial=partial)
+        report = failed_report(
+            request_dict,
+            stage,
+            pump.failed_event["kind"],
+            pump.failed_event.get("message", "") + " (the job could not write its report)",
+            partial=partial,
+        )
     elif pump.space_full and (report is None or report.get("status") not in ("ok", "failed")):
-        report = failed_report(request_dict, stage, "output_limit",
-                               f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': the "
-                               "job's folder was full (files it deleted but kept open count), so the job could not "
-                               "even write its report. Write less.", partial=partial)
+        report = failed_report(
+            request_dict,
+            stage,
+            "output_limit",
+            f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': the "
+            "job's folder was full (files it deleted but kept open count), so the job could not "
+            "even write its report. Write less.",
+            partial=partial,
+        )
     elif report is None or report.get("status") not in ("ok", "failed"):
         stderr_tail = _tail(err, 2000).decode("utf-8", "replace")
-        report = failed_report(request_dict, stage,
-                               *_describe_exit(returncode, request, isolation, stage, stderr_tail, group),
-                               partial=partial)
+        report = failed_report(
+            request_dict,
+            stage,
+            *_describe_exit(returncode, request, isolation, stage, stderr_tail, group),
+            partial=partial,
+        )
     failure = report.get("failure") or {}
     if failure.get("kind") == "processes" and group.enforced and group.counter("pids_hit") == 0:
         # The child saw a thread or fork fail, but the kernel refused none at the process limit: the address
         # space it needed (each thread reserves a stack and a malloc arena) is what ran out.
-        failure.update(kind="memory", message=(
-            f"the job could not start another thread or process during stage '{stage}', although the process "
-            f"limit of {request.process_limit} was not reached: the memory limit of {request.memory_limit_mb} MiB "
-            f"address space per process ran out ({failure.get('message', '')[-200:]})"))
+        failure.update(
+            kind="memory",
+            message=(
+                f"the job could not start another thread or process during stage '{stage}', although the process "
+                f"limit of {request.process_limit} was not reached: the memory limit of {request.memory_limit_mb} MiB "
+                f"address space per process ran out ({failure.get('message', '')[-200:]})"
+            ),
+        )
     report["user_output"] = _user_output(out, err)
-    report["isolation"] = sandbox.describe(isolation, request, group=group.describe(), job_space=job_space,
-                                           seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None)
+    report["isolation"] = sandbox.describe(
+        isolation,
+        request,
+        group=group.describe(),
+        job_space=job_space,
+        seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None,
+    )
     report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
     report["timeline"] = _job_timeline(report.get("timeline"), report_path, started_unix, spawned_unix, exited_unix)
     return report
 
 
-def _job_timeline(child: dict | None, report_path: str, started_unix: float, spawned_unix: float,
-                  exited_unix: float) -> dict:
+def _job_timeline(
+    child: dict | None, report_path: str, started_unix: float, spawned_unix: float, exited_unix: float
+) -> dict:
     """The child's timeline (untrusted, but validated numbers) inside the parent's: the folder prepared, the sandbox
     started up to the child's first instant, the report written (until report.json's modification time: the
     report cannot hold its own end), the child's exit up to the parent's wait returning, the read-back."""
@@ -249,6 +303,7 @@ def warm_up_shared_pch(isolation: sandbox.Isolation) -> list[str]:
     Run by a worker when it starts, outside any user's job. A cold precompiled header costs every CPU job about
     10 s of g++ (docs/benchmarks.md, "Sandbox"); engine.sandbox explains why sharing this one is safe.
     """
+
     def compile_in(job_dir: str) -> None:
         report = run_job(JobRequest(code=PCH_WARMUP_CODE, configs=["inductor_default"]), job_dir, isolation=isolation)
         if report["status"] != "ok":
@@ -261,25 +316,26 @@ def _child_env(job_dir: str, event_fd: int, request: JobRequest) -> dict:
     """The child's whole environment: no secrets, database or broker URLs from the parent reach it."""
     keep = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CC", "CXX")
     env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.update({
-        "PATH": os.pathsep.join([os.path.dirname(sandbox.CHILD_PYTHON), "/usr/local/bin", "/usr/bin",
-                                 "/bin"]),
-        "HOME": job_dir,
-        "USER": sandbox.JOB_USER,
-        "LOGNAME": sandbox.JOB_USER,
-        # Also where Inductor keeps its precompiled header (see engine.sandbox): on disk, in the job's folder.
-        "TMPDIR": os.path.join(job_dir, "tmp"),
-        "PYTHONPATH": PROJECT_ROOT,
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        # One kernel cache per job: no other job's entries can run here, and the compile is honestly cold.
-        "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
-        "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache"),
-        "PT2SCOPE_EVENT_FD": str(event_fd),
-        # When the child dumps its stack (engine.child), so a timeout can name the user's line: just before the
-        # parent's time limit kills it.
-        "PT2SCOPE_STACK_DUMP_AT": f"{time.time() + request.time_limit_s - STACK_DUMP_LEAD_S:.3f}",
-    })
+    env.update(
+        {
+            "PATH": os.pathsep.join([os.path.dirname(sandbox.CHILD_PYTHON), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": job_dir,
+            "USER": sandbox.JOB_USER,
+            "LOGNAME": sandbox.JOB_USER,
+            # Also where Inductor keeps its precompiled header (see engine.sandbox): on disk, in the job's folder.
+            "TMPDIR": os.path.join(job_dir, "tmp"),
+            "PYTHONPATH": PROJECT_ROOT,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            # One kernel cache per job: no other job's entries can run here, and the compile is honestly cold.
+            "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
+            "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache"),
+            "PT2SCOPE_EVENT_FD": str(event_fd),
+            # When the child dumps its stack (engine.child), so a timeout can name the user's line: just before the
+            # parent's time limit kills it.
+            "PT2SCOPE_STACK_DUMP_AT": f"{time.time() + request.time_limit_s - STACK_DUMP_LEAD_S:.3f}",
+        }
+    )
     return env
 
 
@@ -291,8 +347,18 @@ class _Pump:
     those the whole job has been killed.
     """
 
-    def __init__(self, proc, read_fd, status_fd, request: JobRequest, job_dir: str, started: float, on_event,
-                 group: JobGroup, watch_space: bool):
+    def __init__(
+        self,
+        proc,
+        read_fd,
+        status_fd,
+        request: JobRequest,
+        job_dir: str,
+        started: float,
+        on_event,
+        group: JobGroup,
+        watch_space: bool,
+    ):
         self.proc, self.read_fd, self.request, self.job_dir = proc, read_fd, request, job_dir
         # bubblewrap's status (sandbox.child_command): the job's own process ended, with this exit status.
         self.status_fd, self.status_buf, self.exit_code = status_fd, b"", None
@@ -305,8 +371,11 @@ class _Pump:
 
     def run(self) -> None:
         output_limit = self.request.output_limit_mb * 1024 * 1024
-        memory_limit = (None if self.group.enforced or self.request.memory_limit_mb is None
-                        else self.request.memory_limit_mb * 1024 * 1024)
+        memory_limit = (
+            None
+            if self.group.enforced or self.request.memory_limit_mb is None
+            else self.request.memory_limit_mb * 1024 * 1024
+        )
         buf, checked_at = b"", 0.0
         while True:
             now = time.monotonic()
@@ -388,16 +457,23 @@ class _Pump:
         self.forwarded_bytes += events.size(event)
         if self.forwarded > events.MAX_EVENTS or self.forwarded_bytes > events.EVENT_BYTES_LIMIT:
             self.capped = True
-            event = {"event": "message", "text": (
-                f"further progress events were dropped: a job may send at most {events.MAX_EVENTS} events and "
-                f"{events.EVENT_BYTES_LIMIT // 1024} KiB of them (the report is not affected)")}
+            event = {
+                "event": "message",
+                "text": (
+                    f"further progress events were dropped: a job may send at most {events.MAX_EVENTS} events and "
+                    f"{events.EVENT_BYTES_LIMIT // 1024} KiB of them (the report is not affected)"
+                ),
+            }
         try:
             self.on_event(event)
         except Exception as exc:  # the caller could not take it (a database error): stop the job, say why
             error_id = new_error_id()
             log.exception("error %s: the progress event handler failed; job killed", error_id)
-            self.failure = ("internal_error", f"pt2scope could not record this run's progress ({type(exc).__name__}, "
-                                        f"error id {error_id}); the job was stopped. Submit it again.")
+            self.failure = (
+                "internal_error",
+                f"pt2scope could not record this run's progress ({type(exc).__name__}, "
+                f"error id {error_id}); the job was stopped. Submit it again.",
+            )
             self._kill(None)
             return False
         return True
@@ -431,8 +507,10 @@ def _line_at_timeout(job_dir: str, filename: str) -> tuple[str | None, int | Non
 
 
 def _memory_message(request: JobRequest, stage: str) -> str:
-    return (f"out of memory: the job's processes together reached the memory limit of {request.memory_limit_mb} MiB "
-            f"during stage '{stage}', and the job was killed. Use smaller inputs.")
+    return (
+        f"out of memory: the job's processes together reached the memory limit of {request.memory_limit_mb} MiB "
+        f"during stage '{stage}', and the job was killed. Use smaller inputs."
+    )
 
 
 def _disk_usage(job_dir: str, pids: list[int]) -> int:
@@ -468,8 +546,9 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _describe_exit(returncode: int, request: JobRequest, isolation: sandbox.Isolation, stage: str,
-                   stderr_tail: str, group: JobGroup) -> tuple[str, str]:
+def _describe_exit(
+    returncode: int, request: JobRequest, isolation: sandbox.Isolation, stage: str, stderr_tail: str, group: JobGroup
+) -> tuple[str, str]:
     """(kind, message) for a child that died without writing a final report: the kernel's counters first (which
     limit was hit), then the signal or exit code as it was."""
     if isolation.mode == "bubblewrap" and returncode == 1 and "bwrap:" in stderr_tail:
@@ -478,22 +557,30 @@ def _describe_exit(returncode: int, request: JobRequest, isolation: sandbox.Isol
     if group.counter("oom") > 0:
         return "memory", _memory_message(request, stage)
     if group.counter("pids_hit") > 0 or "Thread creation failed" in stderr_tail:
-        return "processes", (f"process limit of {request.process_limit} processes and threads reached during "
-                             f"stage '{stage}'; the job could not start another and ended")
+        return "processes", (
+            f"process limit of {request.process_limit} processes and threads reached during "
+            f"stage '{stage}'; the job could not start another and ended"
+        )
     if sig == signal.SIGXCPU:
-        return "cpu_time", (f"CPU time limit of {request.cpu_time_limit_s:g} s reached during stage '{stage}'; the "
-                            "job was killed")
+        return "cpu_time", (
+            f"CPU time limit of {request.cpu_time_limit_s:g} s reached during stage '{stage}'; the job was killed"
+        )
     if sig == signal.SIGXFSZ:
-        return "output_limit", (f"file size limit of {request.file_size_limit_mb} MiB reached during stage "
-                                f"'{stage}'; the job was killed")
+        return "output_limit", (
+            f"file size limit of {request.file_size_limit_mb} MiB reached during stage '{stage}'; the job was killed"
+        )
     if sig == signal.SIGKILL and not group.enforced:
-        return "crash", (f"the job was killed (SIGKILL) during stage '{stage}'; the machine's out-of-memory "
-                         "killer is the usual cause: use smaller inputs")
+        return "crash", (
+            f"the job was killed (SIGKILL) during stage '{stage}'; the machine's out-of-memory "
+            "killer is the usual cause: use smaller inputs"
+        )
     if sig is not None:
         return "crash", f"the job's process died from {sig.name} during stage '{stage}'"
     if any(text in stderr_tail for text in ("MemoryError", "std::bad_alloc", "Cannot allocate memory")):
-        return "memory", (f"out of memory during stage '{stage}': the job reached the memory limit of "
-                          f"{request.memory_limit_mb} MiB ({stderr_tail.strip().splitlines()[-1][:300]})")
+        return "memory", (
+            f"out of memory during stage '{stage}': the job reached the memory limit of "
+            f"{request.memory_limit_mb} MiB ({stderr_tail.strip().splitlines()[-1][:300]})"
+        )
     return "crash", f"the job's process exited with code {returncode} during stage '{stage}' without a report"
 
 

@@ -13,6 +13,7 @@ costs compile time). Readers are plain functions over event lists; ``read(log, n
 inputs from a live ``LogTap`` or from a ``LoadedLog`` (a TORCH_TRACE / TORCH_LOGS_OUT file read back), and refuses
 an input it did not declare. Records that cannot be read are counted (``malformed``) into the report's ``logs``.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ class Parser:
 PARSERS: dict[str, Parser] = {}
 
 
-def declare(name: str, *, trace: tuple = (), logs: tuple = (), read: Callable | None = None,
-            after_capture: bool = False) -> Parser:
+def declare(
+    name: str, *, trace: tuple = (), logs: tuple = (), read: Callable | None = None, after_capture: bool = False
+) -> Parser:
     """Register a reader; stage modules do this at import, before the tap is installed."""
     PARSERS[name] = Parser(name, tuple(trace), tuple(logs), read, after_capture)
     return PARSERS[name]
@@ -105,8 +107,16 @@ def current_compile_id() -> str | None:
 
 # Trace events whose payload is JSON without saying so in the metadata (artifacts say it: encoding "json").
 _JSON_EVENTS = ("chromium_event",)
-_ID_KEYS = ("frame_id", "frame_compile_id", "attempt", "has_payload", "compiled_autograd_id", "rank",
-            "subgraph_name", "stack")
+_ID_KEYS = (
+    "frame_id",
+    "frame_compile_id",
+    "attempt",
+    "has_payload",
+    "compiled_autograd_id",
+    "rank",
+    "subgraph_name",
+    "stack",
+)
 
 
 def trace_event(meta: dict, payload, log) -> dict:
@@ -120,8 +130,12 @@ def trace_event(meta: dict, payload, log) -> dict:
         event = "artifact:" + str(detail.get("name", ""))
         encoding = detail.get("encoding")
     compile_id = CompileId.from_trace(meta)
-    entry = {"event": event, "compile_id": str(compile_id) if compile_id else None, "metadata": detail,
-             "payload": payload}
+    entry = {
+        "event": event,
+        "compile_id": str(compile_id) if compile_id else None,
+        "metadata": detail,
+        "payload": payload,
+    }
     if payload and (encoding == "json" or event in _JSON_EVENTS):
         try:
             entry["data"] = json.loads(payload)
@@ -162,8 +176,9 @@ class _Malformed:
     def note_malformed(self, kind: str, source: str, reason: str, text="") -> None:
         self.malformed_counts[kind] += 1
         if len(self.malformed_samples) < self.SAMPLES:
-            self.malformed_samples.append({"kind": kind, "source": source, "reason": str(reason)[:300],
-                                           "text": str(text or "")[:300]})
+            self.malformed_samples.append(
+                {"kind": kind, "source": source, "reason": str(reason)[:300], "text": str(text or "")[:300]}
+            )
 
     def events(self, event: str) -> list[dict]:
         return [e for e in self.trace if e["event"] == event]
@@ -175,13 +190,20 @@ class _Malformed:
         """The report's ``logs`` section."""
         records = Counter(e["event"] for e in self.trace)
         records.update({name: len(texts) for name, texts in self.artifacts.items()})
-        return {"artifacts_enabled": list(getattr(self, "enabled", [])),
-                "artifacts_unknown": list(getattr(self, "missing", [])),
-                "parsers": [{"name": p.name, "trace_events": list(p.trace_events), "artifacts": list(p.artifacts)}
-                            for p in PARSERS.values()],
-                "records": dict(sorted(records.items())),
-                "malformed": {"count": sum(self.malformed_counts.values()),
-                              "by_kind": dict(self.malformed_counts), "samples": self.malformed_samples}}
+        return {
+            "artifacts_enabled": list(getattr(self, "enabled", [])),
+            "artifacts_unknown": list(getattr(self, "missing", [])),
+            "parsers": [
+                {"name": p.name, "trace_events": list(p.trace_events), "artifacts": list(p.artifacts)}
+                for p in PARSERS.values()
+            ],
+            "records": dict(sorted(records.items())),
+            "malformed": {
+                "count": sum(self.malformed_counts.values()),
+                "by_kind": dict(self.malformed_counts),
+                "samples": self.malformed_samples,
+            },
+        }
 
 
 class LogTap(_Malformed):
@@ -324,7 +346,7 @@ def load_torch_logs(path: str, log: _Malformed | None = None) -> dict[str, list[
                 if line.strip():
                     log.note_malformed("log_line", path, f"line {number}: no log prefix", line)
                 continue
-            tags = _LOG_TAGS.match(line[prefix.end():].rstrip("\n"))
+            tags = _LOG_TAGS.match(line[prefix.end() :].rstrip("\n"))
             if not tags:
                 continue
             key = (prefix.group(0), tags["name"], tags["cid"])

@@ -3,6 +3,7 @@
 
 Pure Python (no torch), so the parent process, the workers and tests can build and read reports.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,25 +23,52 @@ from contract.vocab import (
     parse_configs,
 )
 
-__all__ = ["CONFIGS", "DEFAULT_CONFIGS", "SCHEMA_VERSION", "STAGES", "Config", "ConfigError", "capture_config",
-           "empty_dir", "empty_report", "environment", "failed_report", "job_plan", "new_error_id", "parse_configs",
-           "read_report", "write_report"]
+__all__ = [
+    "CONFIGS",
+    "DEFAULT_CONFIGS",
+    "SCHEMA_VERSION",
+    "STAGES",
+    "Config",
+    "ConfigError",
+    "capture_config",
+    "empty_dir",
+    "empty_report",
+    "environment",
+    "failed_report",
+    "job_plan",
+    "new_error_id",
+    "parse_configs",
+    "read_report",
+    "write_report",
+]
 
 
 def empty_report(request: dict) -> dict:
     """A report with every key of every section present (contract.report.Report's defaults), status "running"."""
-    return Report(status="running", request=Request.model_validate(request),
-                  source=Source(filename=request.get("filename", "model.py"), code=request.get("code", ""))
-                  ).model_dump()
+    return Report(
+        status="running",
+        request=Request.model_validate(request),
+        source=Source(filename=request.get("filename", "model.py"), code=request.get("code", "")),
+    ).model_dump()
 
 
-def failed_report(request: dict, stage: str, kind: str, message: str, *, file=None, line=None,
-                  traceback_text: str = "", partial: dict | None = None) -> dict:
+def failed_report(
+    request: dict,
+    stage: str,
+    kind: str,
+    message: str,
+    *,
+    file=None,
+    line=None,
+    traceback_text: str = "",
+    partial: dict | None = None,
+) -> dict:
     """A report for a job that did not finish; keeps whatever the child managed to record (``partial``)."""
     report = partial if partial is not None else empty_report(request)
     report["status"] = "failed"
-    report["failure"] = Failure(stage=stage, kind=kind, message=message, file=file, line=line,
-                                traceback=traceback_text).model_dump()
+    report["failure"] = Failure(
+        stage=stage, kind=kind, message=message, file=file, line=line, traceback=traceback_text
+    ).model_dump()
     report["errors"].append({"stage": stage, "message": message, "traceback": None})
     return report
 
@@ -63,9 +91,16 @@ def read_report(path: str) -> dict:
 
 
 def environment(torch, device: str) -> dict:
-    env = {"torch_version": torch.__version__, "python_version": platform.python_version(),
-           "platform": platform.platform(), "device": device, "num_threads": torch.get_num_threads(),
-           "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "triton_version": None}
+    env = {
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "device": device,
+        "num_threads": torch.get_num_threads(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "triton_version": None,
+    }
     try:
         import triton
 
@@ -74,8 +109,12 @@ def environment(torch, device: str) -> dict:
         pass
     if device == "cuda" and torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
-        env.update(device_name=props.name, cuda_version=torch.version.cuda,
-                   gpu_memory_gb=round(props.total_memory / 2**30, 1), compute_capability=f"{props.major}.{props.minor}")
+        env.update(
+            device_name=props.name,
+            cuda_version=torch.version.cuda,
+            gpu_memory_gb=round(props.total_memory / 2**30, 1),
+            compute_capability=f"{props.major}.{props.minor}",
+        )
     else:
         env["device_name"] = env["cpu_model"]
     return env

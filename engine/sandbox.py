@@ -11,6 +11,7 @@ Two facts measured on Linux 6.x shape it (docs/security.md):
   user namespace. In a user namespace the process count is kept per namespace, so the limit is per job.
 - bubblewrap gives bound paths' parent folders their source's mode (``/root`` is 0700): they are created 0755.
 """
+
 from __future__ import annotations
 
 import errno
@@ -72,8 +73,15 @@ class Isolation:
         return cls(mode=mode, shared_pch_dir=env.get("PT2SCOPE_PCH_DIR") or None)
 
 
-def child_command(isolation: Isolation, request, job_dir: str, env: dict, uid: int | None = None,
-                  seccomp_fd: int | None = None, status_fd: int | None = None) -> list[str]:
+def child_command(
+    isolation: Isolation,
+    request,
+    job_dir: str,
+    env: dict,
+    uid: int | None = None,
+    seccomp_fd: int | None = None,
+    status_fd: int | None = None,
+) -> list[str]:
     """The one launch command of a job's child: sandbox, then limits, then ``python -m engine.child JOB_DIR``.
 
     ``request`` is an engine.job.JobRequest: its ``*_limit*`` fields are the limits. ``uid``: the job's leased uid
@@ -87,23 +95,33 @@ def child_command(isolation: Isolation, request, job_dir: str, env: dict, uid: i
     return _bwrap(isolation, job_dir, env, request.device, uid, seccomp_fd, status_fd) + _drop_root(uid) + command
 
 
-def describe(isolation: Isolation, request, *, group: str = "watchdog", job_space: bool = False,
-             seccomp: bool = False) -> dict:
+def describe(
+    isolation: Isolation, request, *, group: str = "watchdog", job_space: bool = False, seccomp: bool = False
+) -> dict:
     """report["isolation"]: what confined this job, each limit and what enforces it.
 
     ``group``: engine.jobgroup.JobGroup.describe() ("cgroup v1", "cgroup v2" or "watchdog"); ``job_space``: the job
     folder was a size-limited tmpfs; ``seccomp``: the seccomp filter was installed."""
     sandboxed = isolation.mode == "bubblewrap"
     cgroup = group != "watchdog"
-    enforced = {"time_limit_s": "parent (wall clock)", "cpu_time_limit_s": "RLIMIT_CPU",
-                "memory_limit_mb": (f"{group} (the job's processes together, its tmpfs files included) and "
-                                    "RLIMIT_AS (each process)" if cgroup else
-                                    "parent watchdog (resident memory of the job's processes together, every "
-                                    "0.25 s) and RLIMIT_AS (each process)"),
-                "process_limit": f"{group} pids.max (the whole job)" if cgroup else "RLIMIT_NPROC",
-                "open_files_limit": "RLIMIT_NOFILE", "file_size_limit_mb": "RLIMIT_FSIZE",
-                "output_limit_mb": ("tmpfs size of the job folder (kernel)" if job_space else
-                                    "parent (the job folder and deleted files the job holds open, every 0.25 s)")}
+    enforced = {
+        "time_limit_s": "parent (wall clock)",
+        "cpu_time_limit_s": "RLIMIT_CPU",
+        "memory_limit_mb": (
+            f"{group} (the job's processes together, its tmpfs files included) and RLIMIT_AS (each process)"
+            if cgroup
+            else "parent watchdog (resident memory of the job's processes together, every "
+            "0.25 s) and RLIMIT_AS (each process)"
+        ),
+        "process_limit": f"{group} pids.max (the whole job)" if cgroup else "RLIMIT_NPROC",
+        "open_files_limit": "RLIMIT_NOFILE",
+        "file_size_limit_mb": "RLIMIT_FSIZE",
+        "output_limit_mb": (
+            "tmpfs size of the job folder (kernel)"
+            if job_space
+            else "parent (the job folder and deleted files the job holds open, every 0.25 s)"
+        ),
+    }
     if not cgroup and not sandboxed and os.geteuid() == 0:
         enforced["process_limit"] = "not enforced (RLIMIT_NPROC does not apply to root without the sandbox)"
     if request.memory_limit_mb is None:
@@ -111,12 +129,23 @@ def describe(isolation: Isolation, request, *, group: str = "watchdog", job_spac
     return {
         "mode": isolation.mode,
         "network": "none (own empty network namespace)" if sandboxed else "the worker's network",
-        "filesystem": ("read-only system and Python; writable job folder only" if sandboxed
-                       else "everything the worker's user can reach"),
-        "user": ("a uid of its own, capabilities dropped" if sandboxed and os.geteuid() == 0 else
-                 "unprivileged in its own user namespace" if sandboxed else "the worker's own user"),
-        "seccomp": ("namespaces, mounts, keyrings, bpf, perf events, ptrace, io_uring and module loading denied"
-                    if seccomp else "none"),
+        "filesystem": (
+            "read-only system and Python; writable job folder only"
+            if sandboxed
+            else "everything the worker's user can reach"
+        ),
+        "user": (
+            "a uid of its own, capabilities dropped"
+            if sandboxed and os.geteuid() == 0
+            else "unprivileged in its own user namespace"
+            if sandboxed
+            else "the worker's own user"
+        ),
+        "seccomp": (
+            "namespaces, mounts, keyrings, bpf, perf events, ptrace, io_uring and module loading denied"
+            if seccomp
+            else "none"
+        ),
         "shared_pch": bool(sandboxed and _shared_pch_files(isolation)),
         "limits": {name: getattr(request, name) for name in enforced},
         "enforced_by": enforced,
@@ -129,16 +158,23 @@ def check(isolation: Isolation) -> str:
     Raises IsolationError naming the cause and the way out; called when a worker (or the CLI) starts.
     """
     if isolation.mode == "none":
-        return "isolation: NONE - jobs run unsandboxed with the worker's user, network and files (PT2SCOPE_ISOLATION=none)"
+        return (
+            "isolation: NONE - jobs run unsandboxed with the worker's user, network and files (PT2SCOPE_ISOLATION=none)"
+        )
     if shutil.which("bwrap") is None:
-        raise IsolationError("bubblewrap (bwrap) is not on PATH: apt-get install -y bubblewrap, "
-                             "or set PT2SCOPE_ISOLATION=none to run jobs without a sandbox (not for public use)")
+        raise IsolationError(
+            "bubblewrap (bwrap) is not on PATH: apt-get install -y bubblewrap, "
+            "or set PT2SCOPE_ISOLATION=none to run jobs without a sandbox (not for public use)"
+        )
     lease = UidLease.take()
     try:
         with tempfile.TemporaryDirectory(prefix="pt2scope-sandbox-check-") as job_dir:
             prepare_job_dir(job_dir, isolation, lease.uid)
-            probe = _bwrap(isolation, job_dir, {"PATH": "/usr/bin:/bin"}, "cpu", lease.uid) + _drop_root(lease.uid) + [
-                CHILD_PYTHON, "-c", "import socket; print(len(socket.if_nameindex()))"]
+            probe = (
+                _bwrap(isolation, job_dir, {"PATH": "/usr/bin:/bin"}, "cpu", lease.uid)
+                + _drop_root(lease.uid)
+                + [CHILD_PYTHON, "-c", "import socket; print(len(socket.if_nameindex()))"]
+            )
             try:
                 result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
             except (OSError, subprocess.TimeoutExpired) as exc:
@@ -149,7 +185,8 @@ def check(isolation: Isolation) -> str:
         raise IsolationError(
             f"bubblewrap cannot start a sandbox here ({result.stderr.strip()[-300:]}); containers often forbid "
             "user namespaces (Docker's default seccomp profile does). Run workers where bubblewrap works, or set "
-            "PT2SCOPE_ISOLATION=none to run jobs without a sandbox (not for public use)")
+            "PT2SCOPE_ISOLATION=none to run jobs without a sandbox (not for public use)"
+        )
     if result.stdout.strip() != "1":
         raise IsolationError(f"the sandbox sees {result.stdout.strip()} network interfaces, expected only lo")
     pch = "shared precompiled header " + ("on" if _shared_pch_files(isolation) else "off")
@@ -160,7 +197,7 @@ def prepare_job_dir(job_dir: str, isolation: Isolation, uid: int | None = None) 
     """Create the job's TMPDIR and header folder, writable by the job's user ``uid`` (its lease; the worker keeps
     the files)."""
     folders = [job_dir, os.path.join(job_dir, "tmp")]
-    folders += [os.path.join(folders[1], *PCH_SUBDIR.split(os.sep)[:i + 1]) for i in range(2)]
+    folders += [os.path.join(folders[1], *PCH_SUBDIR.split(os.sep)[: i + 1]) for i in range(2)]
     os.makedirs(folders[-1], exist_ok=True)
     if uid is not None and isolation.mode == "bubblewrap":
         for path in folders:
@@ -255,9 +292,19 @@ def mount_job_space(job_dir: str, size_bytes: int) -> bool:
     os.makedirs(job_dir, exist_ok=True)
     if os.geteuid() != 0:
         return False
-    result = subprocess.run([shutil.which("mount") or "/usr/bin/mount", "-t", "tmpfs", "-o",
-                             f"size={size_bytes},mode=0711,nosuid,nodev", "pt2scope-job", job_dir],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            shutil.which("mount") or "/usr/bin/mount",
+            "-t",
+            "tmpfs",
+            "-o",
+            f"size={size_bytes},mode=0711,nosuid,nodev",
+            "pt2scope-job",
+            job_dir,
+        ],
+        capture_output=True,
+        text=True,
+    )
     return result.returncode == 0
 
 
@@ -293,8 +340,11 @@ def remove_job_dir(job_dir: str) -> None:
 
 def exit_signal(returncode: int, isolation: Isolation) -> signal.Signals | None:
     """The signal that ended the child: negative codes directly, 128+N when bubblewrap passed the status on."""
-    number = -returncode if returncode < 0 else (returncode - 128 if isolation.mode == "bubblewrap"
-                                                  and 128 < returncode < 128 + 65 else None)
+    number = (
+        -returncode
+        if returncode < 0
+        else (returncode - 128 if isolation.mode == "bubblewrap" and 128 < returncode < 128 + 65 else None)
+    )
     try:
         return signal.Signals(number) if number else None
     except ValueError:
@@ -315,15 +365,21 @@ def limit_failure(exc: BaseException, request: dict) -> tuple[str, str] | None:
             where = f"the memory limit of {limit} MiB" if limit else "the memory available"
             return "memory", f"out of memory: the job reached {where} ({type(exc).__name__}: {text[:300]})"
         if (isinstance(exc, BlockingIOError) and exc.errno == errno.EAGAIN) or "can't start new thread" in text:
-            return "processes", (f"process limit of {request.get('process_limit')} processes and threads reached "
-                                 f"({type(exc).__name__}: {text[:200]})")
+            return "processes", (
+                f"process limit of {request.get('process_limit')} processes and threads reached "
+                f"({type(exc).__name__}: {text[:200]})"
+            )
         if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
-            return "output_limit", (f"file size limit of {request.get('file_size_limit_mb')} MiB reached: a file "
-                                    f"the job wrote (its printed output counts) grew past it ({text[:200]})")
+            return "output_limit", (
+                f"file size limit of {request.get('file_size_limit_mb')} MiB reached: a file "
+                f"the job wrote (its printed output counts) grew past it ({text[:200]})"
+            )
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return "output_limit", (f"output limit of {request.get('output_limit_mb')} MiB reached: the job's folder "
-                                    f"is full (/tmp and /dev/shm hold {SANDBOX_TMP_BYTES >> 20} MiB each) "
-                                    f"({text[:200]})")
+            return "output_limit", (
+                f"output limit of {request.get('output_limit_mb')} MiB reached: the job's folder "
+                f"is full (/tmp and /dev/shm hold {SANDBOX_TMP_BYTES >> 20} MiB each) "
+                f"({text[:200]})"
+            )
         if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
             return "open_files", f"open files limit of {request.get('open_files_limit')} reached ({text[:200]})"
         exc = exc.__cause__ or exc.__context__
@@ -375,8 +431,9 @@ def _toolchain_stamp() -> str:
         torch_version = "unknown"
     compiler = os.environ.get("CXX", "g++")
     try:
-        compiler_version = subprocess.run([compiler, "--version"], capture_output=True, text=True,
-                                          timeout=30).stdout.split("\n")[0]
+        compiler_version = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout.split("\n")[0]
     except (OSError, subprocess.TimeoutExpired):
         compiler_version = "unknown"
     return f"torch {torch_version}; {compiler_version}"
@@ -386,16 +443,23 @@ def _shared_pch_files(isolation: Isolation) -> list[str]:
     store = isolation.shared_pch_dir
     if not store or not os.path.isdir(store):
         return []
-    return sorted(os.path.join(store, n) for n in os.listdir(store)
-                  if not n.startswith(".") and os.path.isfile(os.path.join(store, n)))
+    return sorted(
+        os.path.join(store, n)
+        for n in os.listdir(store)
+        if not n.startswith(".") and os.path.isfile(os.path.join(store, n))
+    )
 
 
 def _prlimit(request) -> list[str]:
     mib = 1024 * 1024
     cpu = int(request.cpu_time_limit_s)
-    args = [f"--cpu={cpu}:{cpu + 5}",  # SIGXCPU at the limit (named in the report), SIGKILL 5 s later
-            f"--nproc={request.process_limit}", f"--nofile={request.open_files_limit}",
-            f"--fsize={request.file_size_limit_mb * mib}", "--core=0"]
+    args = [
+        f"--cpu={cpu}:{cpu + 5}",  # SIGXCPU at the limit (named in the report), SIGKILL 5 s later
+        f"--nproc={request.process_limit}",
+        f"--nofile={request.open_files_limit}",
+        f"--fsize={request.file_size_limit_mb * mib}",
+        "--core=0",
+    ]
     if request.memory_limit_mb is not None:
         args.append(f"--as={request.memory_limit_mb * mib}")
     return [shutil.which("prlimit") or "/usr/bin/prlimit", *args, "--"]
@@ -404,16 +468,42 @@ def _prlimit(request) -> list[str]:
 def _drop_root(uid: int | None) -> list[str]:
     if uid is None:
         return []
-    return [shutil.which("setpriv") or "/usr/bin/setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return [
+        shutil.which("setpriv") or "/usr/bin/setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
 
 
-def _bwrap(isolation: Isolation, job_dir: str, env: dict, device: str, uid: int | None,
-           seccomp_fd: int | None = None, status_fd: int | None = None) -> list[str]:
+def _bwrap(
+    isolation: Isolation,
+    job_dir: str,
+    env: dict,
+    device: str,
+    uid: int | None,
+    seccomp_fd: int | None = None,
+    status_fd: int | None = None,
+) -> list[str]:
     job_dir = os.path.realpath(job_dir)
-    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
-            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-            "--hostname", "pt2scope", "--cap-drop", "ALL"]
+    args = [
+        shutil.which("bwrap") or "bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "pt2scope",
+        "--cap-drop",
+        "ALL",
+    ]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
     if status_fd is not None:
@@ -445,9 +535,24 @@ def _bwrap(isolation: Isolation, job_dir: str, env: dict, device: str, uid: int 
     for path in ETC_FILES:
         if os.path.exists(path):
             args += parents(path) + ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm",
-             "--size", str(SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(SANDBOX_TMP_BYTES),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        str(SANDBOX_TMP_BYTES),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/tmp",
+    ]
     made.add("/tmp")
     if device == "cuda":  # the GPU's device files, and /sys where the driver looks up the devices
         for node in sorted(glob.glob("/dev/nvidia*")):

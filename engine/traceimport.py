@@ -340,8 +340,9 @@ def build_report(log: RankLog, source_name: str) -> dict:
         dynamo["guards"] = [
             {"compile_id": e["compile_id"], "text": e["payload"]} for e in log.events("dynamo_guards") if e["payload"]
         ]
-    dynamo["recompiles"] = parse_recompiles(log.events("artifact:recompile_reasons"), [], log.events("create_symbol"),
-                                            user_file)
+    dynamo["recompiles"] = parse_recompiles(
+        log.events("artifact:recompile_reasons"), [], log.events("create_symbol"), user_file
+    )
     dynamo["bytecode"] = _bytecode(log)
     dynamo["summary"] = {
         "graph_count": len(dynamo["graphs"]),

@@ -5,6 +5,7 @@ callable returning one, or a list of tuples called in turn), optional ``train = 
 The file runs with the target device as torch's default device; modules and tensors are then moved to it, so
 one file serves CPU and CUDA. Every problem raises UserCodeError naming the cause and the user's line.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,16 @@ class UserCodeError(Exception):
     """``original``: the user's exception behind it, so a limit hit inside user code (MemoryError, a failed fork)
     can still be named as that limit."""
 
-    def __init__(self, kind: str, message: str, *, file: str | None = None, line: int | None = None,
-                 traceback_text: str = "", original: BaseException | None = None):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        traceback_text: str = "",
+        original: BaseException | None = None,
+    ):
         super().__init__(message)
         self.kind, self.message, self.file, self.line, self.traceback_text = kind, message, file, line, traceback_text
         self.original = original
@@ -69,8 +78,13 @@ def load(source: str, filename: str, device: str, train_override: bool | None) -
     try:
         code = compile(source, filename, "exec")
     except SyntaxError as exc:
-        raise UserCodeError("syntax_error", f"SyntaxError: {exc.msg} ({filename}:{exc.lineno})", file=filename,
-                            line=exc.lineno, traceback_text="".join(traceback.format_exception_only(exc))) from None
+        raise UserCodeError(
+            "syntax_error",
+            f"SyntaxError: {exc.msg} ({filename}:{exc.lineno})",
+            file=filename,
+            line=exc.lineno,
+            traceback_text="".join(traceback.format_exception_only(exc)),
+        ) from None
 
     module = types.ModuleType("user_model")
     module.__file__ = filename
@@ -79,29 +93,42 @@ def load(source: str, filename: str, device: str, train_override: bool | None) -
         with torch.device(device):
             exec(code, module.__dict__)
             namespace = module.__dict__
-            for name, hint in (("model", "an nn.Module instance or any callable, e.g. `model = MyModule()`"),
-                               ("example_inputs", "a tuple of arguments, e.g. `example_inputs = (torch.randn(8, 8),)`")):
+            for name, hint in (
+                ("model", "an nn.Module instance or any callable, e.g. `model = MyModule()`"),
+                ("example_inputs", "a tuple of arguments, e.g. `example_inputs = (torch.randn(8, 8),)`"),
+            ):
                 if name not in namespace:
-                    raise UserCodeError("missing_name", f"{filename} defines no top-level `{name}`: add {hint}",
-                                        file=filename)
+                    raise UserCodeError(
+                        "missing_name", f"{filename} defines no top-level `{name}`: add {hint}", file=filename
+                    )
             model = namespace["model"]
             if not callable(model):
-                raise UserCodeError("bad_value", f"`model` must be an nn.Module or a callable, not "
-                                                 f"{type(model).__name__}", file=filename)
+                raise UserCodeError(
+                    "bad_value",
+                    f"`model` must be an nn.Module or a callable, not {type(model).__name__}",
+                    file=filename,
+                )
             inputs = namespace["example_inputs"]
             is_sequence = isinstance(inputs, list)
             if callable(inputs) and not isinstance(inputs, torch.Tensor):
                 inputs = inputs()
             inputs_list = [_as_args(i, filename) for i in (inputs if isinstance(inputs, list) else [inputs])]
             if not inputs_list:
-                raise UserCodeError("bad_value", "`example_inputs` is an empty list: give at least one tuple",
-                                    file=filename)
+                raise UserCodeError(
+                    "bad_value", "`example_inputs` is an empty list: give at least one tuple", file=filename
+                )
     except UserCodeError:
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from user code too
         message, line = describe(exc, filename)
-        raise UserCodeError("user_exception", f"running {filename} raised {message}", file=filename, line=line,
-                            traceback_text=user_traceback(exc, filename), original=exc) from None
+        raise UserCodeError(
+            "user_exception",
+            f"running {filename} raised {message}",
+            file=filename,
+            line=line,
+            traceback_text=user_traceback(exc, filename),
+            original=exc,
+        ) from None
 
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
@@ -126,9 +153,12 @@ def _as_args(value, filename: str) -> tuple:
         return value
     if isinstance(value, torch.Tensor):
         return (value,)  # a lone tensor is the common slip: accept it as one argument
-    raise UserCodeError("bad_value", f"`example_inputs` must be a tuple of arguments (or a list of tuples), not "
-                                     f"{type(value).__name__}, e.g. `example_inputs = (torch.randn(8, 8),)`",
-                        file=filename)
+    raise UserCodeError(
+        "bad_value",
+        f"`example_inputs` must be a tuple of arguments (or a list of tuples), not "
+        f"{type(value).__name__}, e.g. `example_inputs = (torch.randn(8, 8),)`",
+        file=filename,
+    )
 
 
 class LoadStage(Stage):
@@ -146,11 +176,14 @@ class LoadStage(Stage):
         req = job.request
         device, filename = req["device"], req["filename"]
         job.report["environment"] = environment(torch, device)
-        job.report["caches"] = {"state": "cold", "inductor_cache_dir_was_empty": empty_dir(
-            os.environ.get("TORCHINDUCTOR_CACHE_DIR")), "fx_graph_cache_during_capture": False,
+        job.report["caches"] = {
+            "state": "cold",
+            "inductor_cache_dir_was_empty": empty_dir(os.environ.get("TORCHINDUCTOR_CACHE_DIR")),
+            "fx_graph_cache_during_capture": False,
             "autograd_cache_during_capture": False,
             "note": "each job has its own new kernel cache folder; graph caches are off for the recorded compile so "
-                    "IR, fusion and post-grad graphs are always produced; benchmark compiles may reuse its kernels"}
+            "IR, fusion and post-grad graphs are always produced; benchmark compiles may reuse its kernels",
+        }
         if device == "cuda" and not torch.cuda.is_available():
             raise UserCodeError("no_device", "this worker has no CUDA device: choose device cpu")
         with open(os.path.join(job.job_dir, filename)) as f:
@@ -167,8 +200,14 @@ class LoadStage(Stage):
 
 def user_failure(exc, filename, doing):
     message, line = describe(exc, filename)
-    return UserCodeError("user_exception", f"{message} while {doing}", file=filename, line=line,
-                         traceback_text=user_traceback(exc, filename), original=exc)
+    return UserCodeError(
+        "user_exception",
+        f"{message} while {doing}",
+        file=filename,
+        line=line,
+        traceback_text=user_traceback(exc, filename),
+        original=exc,
+    )
 
 
 def compile_failure(exc, filename, stage):
@@ -177,6 +216,11 @@ def compile_failure(exc, filename, stage):
     kind = "compile_error"
     if isinstance(exc, getattr(torch._dynamo.exc, "BackendCompilerFailed", ())):
         kind = "backend_compile_error"
-    return UserCodeError(kind, f"torch.compile failed in stage '{stage}': {message}", file=filename, line=line,
-                         traceback_text=user_traceback(exc, filename) + "\n" + traceback.format_exc()[-4000:],
-                         original=exc)
+    return UserCodeError(
+        kind,
+        f"torch.compile failed in stage '{stage}': {message}",
+        file=filename,
+        line=line,
+        traceback_text=user_traceback(exc, filename) + "\n" + traceback.format_exc()[-4000:],
+        original=exc,
+    )

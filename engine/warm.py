@@ -8,6 +8,7 @@ on each input set (and backward when training), and writes OUT (JSON): the exclu
 recorded compile's (runtime.compile_seconds), and the cache hits and misses per stage. Run twice, the first run
 fills the FX-graph and AOTAutograd caches that the second then hits: a user's second run of the same script.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,12 +38,24 @@ def cache_counts(counters, kernels: int, binaries_written: int) -> dict:
     (at most one per generated kernel: a C++ compile can also write helpers), the other generated kernels hits."""
     inductor, aot = counters["inductor"], counters["aot_autograd"]
     misses = min(kernels, binaries_written)
-    return {"fx_graph": {"hits": inductor["fxgraph_cache_hit"], "misses": inductor["fxgraph_cache_miss"],
-                         "bypasses": inductor["fxgraph_cache_bypass"]},
-            "aot_autograd": {"hits": aot["autograd_cache_hit"], "misses": aot["autograd_cache_miss"],
-                             "bypasses": aot["autograd_cache_bypass"]},
-            "kernels": {"hits": kernels - misses, "misses": misses, "generated": kernels,
-                        "binaries_written": binaries_written}}
+    return {
+        "fx_graph": {
+            "hits": inductor["fxgraph_cache_hit"],
+            "misses": inductor["fxgraph_cache_miss"],
+            "bypasses": inductor["fxgraph_cache_bypass"],
+        },
+        "aot_autograd": {
+            "hits": aot["autograd_cache_hit"],
+            "misses": aot["autograd_cache_miss"],
+            "bypasses": aot["autograd_cache_bypass"],
+        },
+        "kernels": {
+            "hits": kernels - misses,
+            "misses": misses,
+            "generated": kernels,
+            "binaries_written": binaries_written,
+        },
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -70,21 +83,24 @@ def main(argv: list[str]) -> int:
     tap = logtap.LogTap()
     tap.install(artifacts=())
     before = kernel_binaries()
-    workload = runtime.Workload(program.model, program.inputs_list, program.train, program.loss_fn,
-                                request["device"])
+    workload = runtime.Workload(program.model, program.inputs_list, program.train, program.loss_fn, request["device"])
     inst = workload.fresh()
     compiled = torch.compile(inst.model, backend=config.backend, mode=config.mode)
     # The recorded compile's step (grad mode included: an inference graph without train), so the same graphs and
     # cache keys; the first call compiles.
-    workload.compared_step(compiled, inst,
-                           cudagraph_steps=config.mode == "reduce-overhead" and request["device"] == "cuda")
+    workload.compared_step(
+        compiled, inst, cudagraph_steps=config.mode == "reduce-overhead" and request["device"] == "cuda"
+    )
     written = len(kernel_binaries() - before)
     metrics = logtap.read(tap, "runtime.compile_metrics")
     kernels = sum(inductor_stage.kernel_count(o["code"]) for o in logtap.read(tap, "inductor.output_code"))
-    result = {"status": "ok", "config": config_name,
-              "seconds": runtime.compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"]),
-              "caches": cache_counts(torch._dynamo.utils.counters, kernels, written),
-              "wall_seconds": round(time.monotonic() - started, 3)}
+    result = {
+        "status": "ok",
+        "config": config_name,
+        "seconds": runtime.compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"]),
+        "caches": cache_counts(torch._dynamo.utils.counters, kernels, written),
+        "wall_seconds": round(time.monotonic() - started, 3),
+    }
     with open(out_path, "w") as f:
         json.dump(result, f)
     return 0

@@ -1,7 +1,8 @@
 """A transformer block: attention and MLP with pre-norm residuals."""
+
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class Block(nn.Module):

@@ -1,4 +1,5 @@
 """Two graph breaks: print() and Tensor.item() each end the graph Dynamo is building."""
+
 import torch
 
 

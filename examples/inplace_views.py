@@ -1,4 +1,5 @@
 """In-place ops and views: AOTAutograd's functionalization rewrites them into pure ops."""
+
 import torch
 
 

@@ -1,4 +1,5 @@
 """A small training MLP: forward, backward, and the activations saved between them."""
+
 import torch
 from torch import nn
 

@@ -1,4 +1,5 @@
 """Called with two shapes: the second call fails a size guard and Dynamo recompiles."""
+
 import torch
 
 

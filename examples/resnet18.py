@@ -1,4 +1,5 @@
 """torchvision's ResNet-18, untrained (weights=None: nothing is downloaded): convolutions, batch norm, pooling."""
+
 import torch
 import torchvision
 

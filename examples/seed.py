@@ -1,4 +1,5 @@
 """The seed: three pointwise ops that Inductor fuses into one kernel."""
+
 import torch
 
 

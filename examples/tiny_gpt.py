@@ -1,7 +1,8 @@
 """A tiny GPT in training: token embedding, two attention blocks, the LM head and a cross-entropy loss."""
+
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class Attention(nn.Module):

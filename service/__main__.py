@@ -7,6 +7,7 @@
     python -m service health web|worker   exit 0 if this container's server answers or its worker beats
 
 Every setting comes from the environment (storage.config.Settings, plus the few read here)."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,10 @@ def serve(settings: Settings, host: str, port: int) -> int:
     migrate(settings.database_url)
     env = {**os.environ, **settings.to_env()}
     queues = worker_queues()
-    print(f"pt2scope: http://{host}:{port}  (worker queues: {', '.join(queues)}; data in {settings.instance_path})",
-          flush=True)
+    print(
+        f"pt2scope: http://{host}:{port}  (worker queues: {', '.join(queues)}; data in {settings.instance_path})",
+        flush=True,
+    )
     worker = EmbeddedWorker(queues, env)
     web = subprocess.Popen(web_command(host, port), env=env)
     stopping, deaths = False, []
@@ -62,8 +65,11 @@ def serve(settings: Settings, host: str, port: int) -> int:
         reap_worker(settings, worker.name)
         deaths = [t for t in deaths if t > time.monotonic() - WORKER_DEATHS_WINDOW_S] + [time.monotonic()]
         if len(deaths) >= WORKER_DEATHS_TO_GIVE_UP:
-            print(f"pt2scope: the worker died {len(deaths)} times within {WORKER_DEATHS_WINDOW_S:g} s: stopping",
-                  file=sys.stderr, flush=True)
+            print(
+                f"pt2scope: the worker died {len(deaths)} times within {WORKER_DEATHS_WINDOW_S:g} s: stopping",
+                file=sys.stderr,
+                flush=True,
+            )
             break
         print("pt2scope: the worker died: its runs are failed, a new worker starts", file=sys.stderr, flush=True)
         worker = EmbeddedWorker(queues, env)
@@ -115,8 +121,9 @@ def healthy(kind: str, settings: Settings, port: int) -> bool:
             return False
     # A worker is healthy while it beats: the same signal the reaper and the status page use.
     with session_factory(settings.database_url)() as session:
-        return any(worker.name.endswith("@" + socket.gethostname())
-                   for worker in runstore.online_workers(session, settings))
+        return any(
+            worker.name.endswith("@" + socket.gethostname()) for worker in runstore.online_workers(session, settings)
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,10 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--workers", type=int, default=int(env.get("WEB_CONCURRENCY", 2)))
     web.add_argument("--threads", type=int, default=int(env.get("PT2SCOPE_WEB_THREADS", 8)))
     worker = commands.add_parser("worker", help="run one Celery worker (one job at a time)")
-    worker.add_argument("--queues", default=env.get("PT2SCOPE_WORKER_QUEUES", ""),
-                        help="comma-separated: cpu, gpu (default: cpu, and gpu when a GPU is visible)")
-    worker.add_argument("--name", default=env.get("PT2SCOPE_WORKER_NAME", ""),
-                        help="unique among live workers; %%h is the host name (default: queues-random@%%h)")
+    worker.add_argument(
+        "--queues",
+        default=env.get("PT2SCOPE_WORKER_QUEUES", ""),
+        help="comma-separated: cpu, gpu (default: cpu, and gpu when a GPU is visible)",
+    )
+    worker.add_argument(
+        "--name",
+        default=env.get("PT2SCOPE_WORKER_NAME", ""),
+        help="unique among live workers; %%h is the host name (default: queues-random@%%h)",
+    )
     worker.add_argument("--loglevel", default=env.get("PT2SCOPE_LOG_LEVEL", "INFO"))
     health = commands.add_parser("health", help="exit 0 if this host's web server answers or its worker beats")
     health.add_argument("kind", choices=("web", "worker"))

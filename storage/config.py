@@ -3,6 +3,7 @@
 Everything has a default that needs nothing running: SQLite for data and an SQLite broker, both in the instance
 folder. Production sets DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis).
 """
+
 from __future__ import annotations
 
 import os
@@ -73,7 +74,8 @@ class Settings:
     def from_env(cls, **overrides) -> Settings:
         env = os.environ
         instance = overrides.pop("instance_path", None) or env.get(
-            "PT2SCOPE_INSTANCE", os.path.join(PROJECT_ROOT, "instance"))
+            "PT2SCOPE_INSTANCE", os.path.join(PROJECT_ROOT, "instance")
+        )
         instance = os.path.abspath(instance)
         settings = cls(
             instance_path=instance,
@@ -105,8 +107,11 @@ class Settings:
             "PT2SCOPE_JOB_TIME_LIMIT": str(self.job_time_limit_s),
             "PT2SCOPE_HEARTBEAT_INTERVAL": str(self.heartbeat_interval_s),
             "PT2SCOPE_WORKER_STALE_AFTER": str(self.worker_stale_after_s),
-            **{variable: str(getattr(self, name)) for name, variable in SECURITY_ENV.items()
-               if getattr(self, name) != ""},
+            **{
+                variable: str(getattr(self, name))
+                for name, variable in SECURITY_ENV.items()
+                if getattr(self, name) != ""
+            },
         }
 
 

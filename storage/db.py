@@ -1,4 +1,5 @@
 """Database engine, sessions and migrations, used alike by the web app and the workers (no Flask here)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Stored runs. Times are naive UTC (SQLite has no time zones; PostgreSQL columns match it)."""
+
 from __future__ import annotations
 
 import secrets
@@ -71,11 +72,14 @@ class Run(Base):
     engine_seconds: Mapped[float | None]  # the report's runtime.job_seconds: the engine's own time
 
     events: Mapped[list[RunEvent]] = relationship(
-        back_populates="run", order_by="RunEvent.id", cascade="all, delete-orphan", passive_deletes=True)
+        back_populates="run", order_by="RunEvent.id", cascade="all, delete-orphan", passive_deletes=True
+    )
 
-    __table_args__ = (Index("ix_runs_status_queue", "status", "queue"),
-                      Index("ix_runs_client_created_at", "client", "created_at"),
-                      Index("ix_runs_fingerprint", "fingerprint"))
+    __table_args__ = (
+        Index("ix_runs_status_queue", "status", "queue"),
+        Index("ix_runs_client_created_at", "client", "created_at"),
+        Index("ix_runs_fingerprint", "fingerprint"),
+    )
 
 
 class RunEvent(Base):

@@ -1,5 +1,6 @@
 """The job queue both tiers speak: broker, queues, task names and limits. The web app sends work by task name
 through it and never imports the workers; the workers build their Celery app from it (workers/celery_app.py)."""
+
 from __future__ import annotations
 
 from celery import Celery
@@ -39,8 +40,9 @@ def make_celery(settings: Settings, include: tuple[str, ...] = ()) -> Celery:
         # long job runs twice. Other transports ignore the option.
         broker_transport_options=(
             {"visibility_timeout": int(settings.hard_time_limit_s) + 300}
-            if settings.broker_url.startswith(("redis", "rediss")) else {}),
+            if settings.broker_url.startswith(("redis", "rediss"))
+            else {}
+        ),
     )
     app.conf.pt2scope_settings = settings
     return app
-

@@ -3,6 +3,7 @@
 Used by the web app (create, read) and the workers (claim, progress, results, heartbeats, reaping); neither
 touches the tables directly.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,9 +58,14 @@ class Submission:
     fresh: bool = False  # measure again even when an identical run exists
 
 
-def create_run(session: Session, submission: Submission, client: str | None = None,
-               limit: tuple[int, datetime] | None = None, parent: Run | None = None,
-               fingerprint: str | None = None) -> Run | None:
+def create_run(
+    session: Session,
+    submission: Submission,
+    client: str | None = None,
+    limit: tuple[int, datetime] | None = None,
+    parent: Run | None = None,
+    fingerprint: str | None = None,
+) -> Run | None:
     """Store a new queued run. With ``limit`` (count, since): only if ``client`` submitted fewer than count runs
     since then, else None; the check and the insert hold a lock per client (PostgreSQL: an advisory lock; SQLite:
     the database's write lock), so parallel submissions cannot all pass one check. ``parent``: the run this one
@@ -76,9 +82,17 @@ def create_run(session: Session, submission: Submission, client: str | None = No
         if len(recent_submissions(session, client, since)) >= count:
             session.rollback()
             return None
-    run = Run(code=submission.code, filename=submission.filename, device=submission.device,
-              train=submission.train, configs=submission.configs, queue=QUEUE_FOR_DEVICE[submission.device],
-              client=client, parent_id=parent.id if parent else None, fingerprint=fingerprint)
+    run = Run(
+        code=submission.code,
+        filename=submission.filename,
+        device=submission.device,
+        train=submission.train,
+        configs=submission.configs,
+        queue=QUEUE_FOR_DEVICE[submission.device],
+        client=client,
+        parent_id=parent.id if parent else None,
+        fingerprint=fingerprint,
+    )
     session.add(run)
     session.commit()
     return run
@@ -86,8 +100,7 @@ def create_run(session: Session, submission: Submission, client: str | None = No
 
 def create_import(session: Session, filename: str, body: bytes, client: str | None = None) -> Run:
     """A run for an uploaded TORCH_TRACE log, with the upload waiting beside it for a worker."""
-    run = Run(kind=IMPORT, code="", filename=filename, device="cpu", train=None, configs=[], queue="cpu",
-              client=client)
+    run = Run(kind=IMPORT, code="", filename=filename, device="cpu", train=None, configs=[], queue="cpu", client=client)
     session.add(run)
     session.flush()
     session.add(TraceUpload(run_id=run.id, filename=filename, size=len(body), body=body))
@@ -110,9 +123,20 @@ def store_import(session: Session, run_id: int, reports: list[dict]) -> None:
     run = session.get(Run, run_id)
     rank_runs = [run]
     for report in reports[1:]:
-        rank_run = Run(kind=IMPORT, code="", filename=run.filename, device=run.device, train=None, configs=[],
-                       queue=run.queue, client=None, parent_id=run.id, status=RUNNING,
-                       rank=report["trace_import"]["rank"], started_at=run.started_at)
+        rank_run = Run(
+            kind=IMPORT,
+            code="",
+            filename=run.filename,
+            device=run.device,
+            train=None,
+            configs=[],
+            queue=run.queue,
+            client=None,
+            parent_id=run.id,
+            status=RUNNING,
+            rank=report["trace_import"]["rank"],
+            started_at=run.started_at,
+        )
         session.add(rank_run)
         rank_runs.append(rank_run)
     run.rank = reports[0]["trace_import"]["rank"] if reports else None
@@ -134,8 +158,11 @@ VERSION_KEYS = ("torch", "triton", "python")
 def queue_software(session: Session, settings: Settings, queue: str) -> dict | None:
     """The software versions the online workers of ``queue`` run, when they all run the same; None when none is
     online or they differ (a submission could then be measured by either, so no earlier run stands for it)."""
-    seen = {tuple((w.device or {}).get(key) for key in VERSION_KEYS)
-            for w in online_workers(session, settings) if queue in w.queues}
+    seen = {
+        tuple((w.device or {}).get(key) for key in VERSION_KEYS)
+        for w in online_workers(session, settings)
+        if queue in w.queues
+    }
     if len(seen) != 1:
         return None
     versions = dict(zip(VERSION_KEYS, seen.pop()))
@@ -147,8 +174,14 @@ def fingerprint(submission: Submission, software: dict | None) -> str | None:
     name, device, train flag, configs and the software versions; None without known versions."""
     if software is None:
         return None
-    key = {"code": submission.code, "filename": submission.filename, "device": submission.device,
-           "train": submission.train, "configs": submission.configs, "software": software}
+    key = {
+        "code": submission.code,
+        "filename": submission.filename,
+        "device": submission.device,
+        "train": submission.train,
+        "configs": submission.configs,
+        "software": software,
+    }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
@@ -157,15 +190,21 @@ def identical_run(session: Session, fingerprint: str | None) -> Run | None:
     shares the first one); None if there is none. A failed run is never reused: it may have been the machine."""
     if fingerprint is None:
         return None
-    return session.scalar(select(Run).where(Run.fingerprint == fingerprint,
-                                            Run.status.in_((QUEUED, RUNNING, SUCCEEDED)))
-                          .order_by(Run.id.desc()).limit(1))
+    return session.scalar(
+        select(Run)
+        .where(Run.fingerprint == fingerprint, Run.status.in_((QUEUED, RUNNING, SUCCEEDED)))
+        .order_by(Run.id.desc())
+        .limit(1)
+    )
 
 
 def recent_submissions(session: Session, client: str, since: datetime) -> list[datetime]:
     """When this client submitted runs since ``since``, oldest first (the rate limit counts them)."""
-    return list(session.scalars(select(Run.created_at).where(Run.client == client, Run.created_at >= since)
-                                .order_by(Run.created_at)))
+    return list(
+        session.scalars(
+            select(Run.created_at).where(Run.client == client, Run.created_at >= since).order_by(Run.created_at)
+        )
+    )
 
 
 def recent_runs(session: Session, limit: int) -> list[Run]:
@@ -181,8 +220,9 @@ def queue_position(session: Session, run: Run) -> int | None:
     """1 for the next run its queue will start; None once it is no longer waiting."""
     if run.status != QUEUED:
         return None
-    ahead = session.scalar(select(func.count()).select_from(Run).where(
-        Run.status == QUEUED, Run.queue == run.queue, Run.id < run.id))
+    ahead = session.scalar(
+        select(func.count()).select_from(Run).where(Run.status == QUEUED, Run.queue == run.queue, Run.id < run.id)
+    )
     return ahead + 1
 
 
@@ -202,10 +242,18 @@ def record_event(session: Session, run_id: int, event: dict) -> None:
     if text is None and event.get("event") != "stage":  # keep unknown events readable rather than dropping them
         text = json.dumps({k: v for k, v in event.items() if k != "event"}, default=str)
     config = event.get("config")
-    session.add(RunEvent(run_id=run_id, kind=storable(event.get("event", "message"), 32),
-                         stage=_short_text(event.get("stage"), 32), state=_short_text(event.get("state"), 16),
-                         config=_short_text(config, 64), elapsed_s=_number(event.get("elapsed_s")),
-                         seconds=_number(event.get("seconds")), text=storable(text)))
+    session.add(
+        RunEvent(
+            run_id=run_id,
+            kind=storable(event.get("event", "message"), 32),
+            stage=_short_text(event.get("stage"), 32),
+            state=_short_text(event.get("state"), 16),
+            config=_short_text(config, 64),
+            elapsed_s=_number(event.get("elapsed_s")),
+            seconds=_number(event.get("seconds")),
+            text=storable(text),
+        )
+    )
     session.commit()
 
 
@@ -225,17 +273,26 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
         report = checked_report(report)
     except ReportError as exc:
         _delete_report(session, run_id)
-        _set_error(run, {"stage": "report", "kind": "invalid_report",
-                         "message": f"report from the job is invalid: {exc}"})
+        _set_error(
+            run, {"stage": "report", "kind": "invalid_report", "message": f"report from the job is invalid: {exc}"}
+        )
         run.finished_at = utcnow()
         session.commit()
         return
     stored_bytes = _write_report(session, run_id, report, run.filename, limit_bytes)
     if stored_bytes > limit_bytes:  # one run's report must not fill the database nor slow every page reading it
-        _set_error(run, {"stage": "report", "kind": "report_limit", "message": (
-            f"the report takes {round(stored_bytes / 2**20, 2):g} MiB once stored, more than the limit of "
-            f"{round(limit_bytes / 2**20, 2):g} MiB (PT2SCOPE_REPORT_LIMIT_MB): it was not kept. Use a smaller model, "
-            "fewer configs or less output.")})
+        _set_error(
+            run,
+            {
+                "stage": "report",
+                "kind": "report_limit",
+                "message": (
+                    f"the report takes {round(stored_bytes / 2**20, 2):g} MiB once stored, more than the limit of "
+                    f"{round(limit_bytes / 2**20, 2):g} MiB (PT2SCOPE_REPORT_LIMIT_MB): it was not kept. Use a smaller model, "
+                    "fewer configs or less output."
+                ),
+            },
+        )
         run.finished_at = utcnow()
         session.commit()
         return
@@ -281,8 +338,9 @@ def store_partial_report(session: Session, run_id: int, report: dict) -> bool:
     return True
 
 
-def _write_report(session: Session, run_id: int, report: dict, filename: str | None = None,
-                  limit_bytes: int | None = None) -> int:
+def _write_report(
+    session: Session, run_id: int, report: dict, filename: str | None = None, limit_bytes: int | None = None
+) -> int:
     """Replace the run's stored report by ``report``; return the bytes it takes. Over ``limit_bytes`` nothing is
     stored (the old rows are deleted all the same). ``filename``: the user's file (default: the report's)."""
     filename = filename or (report.get("source") or {}).get("filename") or "model.py"
@@ -290,12 +348,20 @@ def _write_report(session: Session, run_id: int, report: dict, filename: str | N
     rows, stored_bytes = [], 0
     for position, (name, value) in enumerate(report.items()):
         outline = graphs.section_outline(value)
-        rows.append(ReportSection(run_id=run_id, name=name, position=position, body=_json_text(value),
-                                  outline=None if outline is None else _json_text(outline)))
+        rows.append(
+            ReportSection(
+                run_id=run_id,
+                name=name,
+                position=position,
+                body=_json_text(value),
+                outline=None if outline is None else _json_text(outline),
+            )
+        )
         stored_bytes += len(rows[-1].body) + len(rows[-1].outline or "")
     for graph_id, graph in graphs.report_graphs(report):
-        rows.append(ReportGraph(run_id=run_id, graph_id=graph_id,
-                                body=_json_text(graphs.graph_payload(graph_id, graph))))
+        rows.append(
+            ReportGraph(run_id=run_id, graph_id=graph_id, body=_json_text(graphs.graph_payload(graph_id, graph)))
+        )
         stored_bytes += len(rows[-1].body)
     rows.append(ReportPiece(run_id=run_id, key=PROVENANCE_DERIVED, body="true"))
     for line, entry in provenance.by_line(report, filename).items():
@@ -309,8 +375,9 @@ def _write_report(session: Session, run_id: int, report: dict, filename: str | N
 def _upgrade_stored_report(session: Session, run: Run) -> None:
     """A report stored under an older schema_version is upgraded in place on its first read (contract.report's
     upgrades), so every reader sees the current version; an unknown version raises ReportError saying so."""
-    body = session.scalar(select(ReportSection.body).where(ReportSection.run_id == run.id,
-                                                           ReportSection.name == "schema_version"))
+    body = session.scalar(
+        select(ReportSection.body).where(ReportSection.run_id == run.id, ReportSection.name == "schema_version")
+    )
     if body is None and not has_report(session, run):
         return
     version = None if body is None else json.loads(body)
@@ -348,8 +415,11 @@ def summarize(report: dict) -> dict:
     before the engine wrote them (summary.counts null) gets them from the same function (contract.counts.summarize)."""
     counts = report.get("summary") if (report.get("summary") or {}).get("counts") else summarize_counts(report)
     runtime = report.get("runtime") or {}
-    measured = [b for b in runtime.get("benchmarks") or [] if isinstance(b.get("speedup_vs_eager"), (int, float))
-                and b.get("config") != "eager"]
+    measured = [
+        b
+        for b in runtime.get("benchmarks") or []
+        if isinstance(b.get("speedup_vs_eager"), (int, float)) and b.get("config") != "eager"
+    ]
     best = max(measured, key=lambda b: b["speedup_vs_eager"], default=None)
     return {
         **counts["counts"],
@@ -365,8 +435,14 @@ def summarize(report: dict) -> dict:
     }
 
 
-def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
-                  exclude: list[str] | None = None, outlines: bool = False) -> dict:
+def load_sections(
+    session: Session,
+    run: Run,
+    names: list[str] | None = None,
+    *,
+    exclude: list[str] | None = None,
+    outlines: bool = False,
+) -> dict:
     """The named report sections (or all but ``exclude``), parsed, in report order; with ``outlines``, their
     graphs without nodes (graphs.section_outline) where the outline was stored."""
     _upgrade_stored_report(session, run)
@@ -380,16 +456,16 @@ def load_sections(session: Session, run: Run, names: list[str] | None = None, *,
 
 
 def has_report(session: Session, run: Run) -> bool:
-    return session.scalar(select(func.count()).select_from(ReportSection).where(
-        ReportSection.run_id == run.id)) > 0
+    return session.scalar(select(func.count()).select_from(ReportSection).where(ReportSection.run_id == run.id)) > 0
 
 
 def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
     """One graph as the viewer reads it (graphs.graph_payload), JSON text; None if the report has no such
     graph."""
     _upgrade_stored_report(session, run)
-    body = session.scalar(select(ReportGraph.body).where(ReportGraph.run_id == run.id,
-                                                         ReportGraph.graph_id == graph_id))
+    body = session.scalar(
+        select(ReportGraph.body).where(ReportGraph.run_id == run.id, ReportGraph.graph_id == graph_id)
+    )
     if body is not None:
         return body
     # A run stored before graphs were: build this one from its section once, for every later request.
@@ -419,8 +495,9 @@ def provenance_key(line: int) -> str:
 def line_provenance_text(session: Session, run: Run, line: int) -> str:
     """One line's provenance (contract.provenance), JSON text, as stored with the report. A run stored before
     provenance was has it derived once, on the first request, for every later one."""
-    body = session.scalar(select(ReportPiece.body).where(ReportPiece.run_id == run.id,
-                                                         ReportPiece.key == provenance_key(line)))
+    body = session.scalar(
+        select(ReportPiece.body).where(ReportPiece.run_id == run.id, ReportPiece.key == provenance_key(line))
+    )
     if body is not None:
         return body
     if session.get(ReportPiece, (run.id, PROVENANCE_DERIVED)) is not None:
@@ -428,8 +505,9 @@ def line_provenance_text(session: Session, run: Run, line: int) -> str:
     pieces = provenance.by_line(load_sections(session, run, ["dynamo", "aot", "inductor"]), run.filename)
     try:
         session.add(ReportPiece(run_id=run.id, key=PROVENANCE_DERIVED, body="true"))
-        session.add_all(ReportPiece(run_id=run.id, key=provenance_key(n), body=_json_text(entry))
-                        for n, entry in pieces.items())
+        session.add_all(
+            ReportPiece(run_id=run.id, key=provenance_key(n), body=_json_text(entry)) for n, entry in pieces.items()
+        )
         session.commit()
     except IntegrityError:  # another web process stored them first: the same text
         session.rollback()
@@ -444,8 +522,11 @@ def report_json_text(session: Session, run: Run) -> str:
 
 
 def _stored_report_text(session: Session, run: Run) -> str:
-    rows = session.execute(select(ReportSection.name, ReportSection.body)
-                           .where(ReportSection.run_id == run.id).order_by(ReportSection.position))
+    rows = session.execute(
+        select(ReportSection.name, ReportSection.body)
+        .where(ReportSection.run_id == run.id)
+        .order_by(ReportSection.position)
+    )
     return "{" + ",".join(f"{json.dumps(name)}:{body}" for name, body in rows) + "}"
 
 
@@ -462,11 +543,21 @@ def stage_progress(run: Run) -> list[dict]:
             continue
         states = {step["state"] for step in mine}
         state = next((s for s in ("failed", "started") if s in states), None) or (
-            "finished" if states == {"finished"} else "started" if "finished" in states and "pending" in states
-            else mine[0]["state"])
+            "finished"
+            if states == {"finished"}
+            else "started"
+            if "finished" in states and "pending" in states
+            else mine[0]["state"]
+        )
         seconds = [step["seconds"] for step in mine if step["seconds"] is not None]
-        progress.append({"stage": stage, "state": state, "seconds": sum(seconds) if seconds else None,
-                         "elapsed_s": max((step["elapsed_s"] or 0 for step in mine), default=None)})
+        progress.append(
+            {
+                "stage": stage,
+                "state": state,
+                "seconds": sum(seconds) if seconds else None,
+                "elapsed_s": max((step["elapsed_s"] or 0 for step in mine), default=None),
+            }
+        )
     return progress
 
 
@@ -477,16 +568,31 @@ def progress_steps(run: Run) -> list[dict]:
     for event in run.events:
         if event.kind != "stage" or event.stage not in STAGES:
             continue
-        step = next((s for s in reversed(steps) if s["stage"] == event.stage
-                     and (s["config"] == event.config or event.config is None or s["config"] is None)
-                     and s["state"] == "started"), None)
+        step = next(
+            (
+                s
+                for s in reversed(steps)
+                if s["stage"] == event.stage
+                and (s["config"] == event.config or event.config is None or s["config"] is None)
+                and s["state"] == "started"
+            ),
+            None,
+        )
         if step is None or event.state == "started":
-            step = {"stage": event.stage, "config": event.config, "state": event.state, "seconds": None,
-                    "elapsed_s": event.elapsed_s}
+            step = {
+                "stage": event.stage,
+                "config": event.config,
+                "state": event.state,
+                "seconds": None,
+                "elapsed_s": event.elapsed_s,
+            }
             steps.append(step)
-        step.update(state=event.state, config=step["config"] or event.config,
-                    seconds=event.seconds if event.seconds is not None else step["seconds"],
-                    elapsed_s=event.elapsed_s if event.elapsed_s is not None else step["elapsed_s"])
+        step.update(
+            state=event.state,
+            config=step["config"] or event.config,
+            seconds=event.seconds if event.seconds is not None else step["seconds"],
+            elapsed_s=event.elapsed_s if event.elapsed_s is not None else step["elapsed_s"],
+        )
     seen = [(s["stage"], s["config"]) for s in steps]
     never_started = "skipped" if run.status in FINISHED_STATUSES else "pending"
     for stage, config in job_plan(run.configs or []):
@@ -495,8 +601,7 @@ def progress_steps(run: Run) -> list[dict]:
         elif (stage, None) in seen:  # an older event without its config
             seen.remove((stage, None))
         else:
-            steps.append({"stage": stage, "config": config, "state": never_started, "seconds": None,
-                          "elapsed_s": None})
+            steps.append({"stage": stage, "config": config, "state": never_started, "seconds": None, "elapsed_s": None})
     return steps
 
 
@@ -531,8 +636,14 @@ def messages(run: Run) -> list[dict]:
 def error_of(run: Run) -> dict | None:
     if run.status != FAILED:
         return None
-    return {"stage": run.error_stage, "kind": run.error_kind, "message": run.error_message,
-            "file": run.error_file, "line": run.error_line, "traceback": run.error_traceback}
+    return {
+        "stage": run.error_stage,
+        "kind": run.error_kind,
+        "message": run.error_message,
+        "file": run.error_file,
+        "line": run.error_line,
+        "traceback": run.error_traceback,
+    }
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -541,11 +652,13 @@ def iso(moment: datetime | None) -> str | None:
 
 # Workers: heartbeats and the reaper.
 
+
 def beat(session: Session, name: str, queues: list[str], pid: int, device: dict | None = None) -> None:
     heartbeat = session.get(WorkerHeartbeat, name)
     if heartbeat is None or heartbeat.pid != pid:  # a new worker, or a restarted one reusing the name
-        session.merge(WorkerHeartbeat(name=name, queues=queues, pid=pid, started_at=utcnow(), last_seen=utcnow(),
-                                      device=device))
+        session.merge(
+            WorkerHeartbeat(name=name, queues=queues, pid=pid, started_at=utcnow(), last_seen=utcnow(), device=device)
+        )
     else:
         heartbeat.last_seen, heartbeat.queues = utcnow(), queues
         if device is not None:
@@ -561,8 +674,11 @@ def forget_worker(session: Session, name: str) -> None:
 def online_workers(session: Session, settings: Settings) -> list[WorkerHeartbeat]:
     """Workers whose heartbeat is fresh, by name."""
     fresh_after = utcnow() - timedelta(seconds=settings.worker_stale_after_s)
-    return list(session.scalars(select(WorkerHeartbeat).where(WorkerHeartbeat.last_seen >= fresh_after)
-                                .order_by(WorkerHeartbeat.name)))
+    return list(
+        session.scalars(
+            select(WorkerHeartbeat).where(WorkerHeartbeat.last_seen >= fresh_after).order_by(WorkerHeartbeat.name)
+        )
+    )
 
 
 def online_queues(session: Session, settings: Settings) -> set[str]:
@@ -574,15 +690,19 @@ def queue_lengths(session: Session) -> dict[str, dict[str, int]]:
     """Runs waiting and running on each queue, counted in the database: the same for every broker, and a message
     a broker still holds may belong to a run that was already reaped."""
     lengths = {queue: {QUEUED: 0, RUNNING: 0} for queue in QUEUE_FOR_DEVICE.values()}
-    counts = session.execute(select(Run.queue, Run.status, func.count()).where(Run.status.in_((QUEUED, RUNNING)))
-                             .group_by(Run.queue, Run.status))
+    counts = session.execute(
+        select(Run.queue, Run.status, func.count())
+        .where(Run.status.in_((QUEUED, RUNNING)))
+        .group_by(Run.queue, Run.status)
+    )
     for queue, status, count in counts:
         lengths.setdefault(queue, {QUEUED: 0, RUNNING: 0})[status] = count
     return lengths
 
 
-def reap_stale_runs(session: Session, settings: Settings, *, run_id: int | None = None,
-                    local_worker: str | None = None) -> list[str]:
+def reap_stale_runs(
+    session: Session, settings: Settings, *, run_id: int | None = None, local_worker: str | None = None
+) -> list[str]:
     """Fail runs stuck in "running" because their worker died; return their slugs.
 
     A dead worker cannot report, and the SQLite broker does not redeliver its message, so without this a run
@@ -647,4 +767,3 @@ def _short_text(value, max_chars: int) -> str | None:
 
 def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-

@@ -1,4 +1,5 @@
 """Shared by every test folder: kept minimal (fixtures live in each folder's conftest; helpers in tests/support.py)."""
+
 import os
 import sys
 

@@ -1,4 +1,5 @@
 """Helpers for the web, worker and browser tests: isolated settings, a real worker process, waiting on runs."""
+
 from __future__ import annotations
 
 import os
@@ -48,8 +49,9 @@ class LoggedProcess:
 
     def start(self, command: list[str], env: dict[str, str]) -> None:
         self.log = open(self.log_path, "w")
-        self.process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=self.log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(
+            command, cwd=PROJECT_ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def output(self) -> str:
         with open(self.log_path) as f:
@@ -101,9 +103,11 @@ def wait_until(predicate, *, timeout: float, what: str, interval: float = 0.1, w
 
 def wait_for_run(client, run_id: str, *, timeout: float = 240, worker: Worker | None = None) -> dict:
     """Poll the API as a client would until the run has finished; return its last status."""
+
     def finished():
         data = client.get(f"/api/runs/{run_id}").get_json()
         return data if data["status"] in ("succeeded", "failed") else None
+
     return wait_until(finished, timeout=timeout, what=f"run {run_id} to finish", interval=0.2, worker=worker)
 
 

@@ -1,4 +1,5 @@
 """The job limits' defaults live once (contract/limits.py); the request, the settings and the CLI all use them."""
+
 import os
 from dataclasses import asdict, fields
 

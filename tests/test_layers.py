@@ -5,6 +5,7 @@
 Checked two ways: statically, every import statement of every file (function-level imports included, so a lazy
 import cannot hide a dependency), and at run time, in a fresh process, what importing a tier actually loads.
 """
+
 import ast
 import os
 import subprocess
@@ -14,8 +15,18 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OURS = {"contract", "engine", "storage", "webapp", "workers", "service"}
-WEB_AND_QUEUE = {"flask", "werkzeug", "jinja2", "celery", "kombu", "sqlalchemy", "alembic", "redis", "psycopg",
-                 "gunicorn"}
+WEB_AND_QUEUE = {
+    "flask",
+    "werkzeug",
+    "jinja2",
+    "celery",
+    "kombu",
+    "sqlalchemy",
+    "alembic",
+    "redis",
+    "psycopg",
+    "gunicorn",
+}
 # The engine's parent side: what workers and the CLI import. Torch and the user's code run only in the child.
 ENGINE_PARENT_SIDE = ("engine", "engine.job", "engine.cli", "engine.report", "engine.sandbox")
 
@@ -94,8 +105,10 @@ def test_each_package_imports_only_the_layers_below_it(package):
 
 
 def test_contract_needs_only_the_standard_library_and_pydantic():
-    third_party = {f: sorted(m for m in top_level(mods) - OURS if m not in sys.stdlib_module_names and m != "pydantic")
-                   for f, mods in imported_modules("contract").items()}
+    third_party = {
+        f: sorted(m for m in top_level(mods) - OURS if m not in sys.stdlib_module_names and m != "pydantic")
+        for f, mods in imported_modules("contract").items()
+    }
     assert {f: m for f, m in third_party.items() if m} == {}
 
 
@@ -115,27 +128,45 @@ def test_the_rules_catch_a_violation(tmp_path, monkeypatch):
     """The checker itself: a file of a fake package importing a higher layer is reported."""
     monkeypatch.setattr(sys.modules[__name__], "ROOT", str(tmp_path))
     (tmp_path / "storage").mkdir()
-    (tmp_path / "storage" / "bad.py").write_text("def f():\n    from webapp.reportview import provenance\n"
-                                                 "from . import config\n")
-    assert imported_modules("storage") == {os.path.join("storage", "bad.py"): {
-        "webapp.reportview", "webapp.reportview.provenance", "storage", "storage.config"}}
+    (tmp_path / "storage" / "bad.py").write_text(
+        "def f():\n    from webapp.reportview import provenance\nfrom . import config\n"
+    )
+    assert imported_modules("storage") == {
+        os.path.join("storage", "bad.py"): {
+            "webapp.reportview",
+            "webapp.reportview.provenance",
+            "storage",
+            "storage.config",
+        }
+    }
 
 
 def _loaded_after(code: str, instance: str) -> set[str]:
     """Top-level packages in sys.modules after running ``code`` in a fresh interpreter."""
     probe = f"{code}\nimport sys; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={**os.environ, "PT2SCOPE_INSTANCE": instance})
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PT2SCOPE_INSTANCE": instance},
+    )
     return set(out.stdout.split())
 
 
-@pytest.mark.parametrize("code, never", [
-    ("import " + ", ".join(ENGINE_PARENT_SIDE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
-    ("import contract.vocab, contract.graphs", {"torch", "engine", "storage", "webapp", "workers", "flask"}),
-    ("import storage.config, storage.db, storage.models, storage.runstore, storage.queue",
-     {"torch", "engine", "webapp", "workers", "flask"}),
-    ("from webapp import create_app; create_app()", {"torch", "engine", "workers"}),
-    ("import workers.tasks", {"torch", "webapp"}),
-])
+@pytest.mark.parametrize(
+    "code, never",
+    [
+        ("import " + ", ".join(ENGINE_PARENT_SIDE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
+        ("import contract.vocab, contract.graphs", {"torch", "engine", "storage", "webapp", "workers", "flask"}),
+        (
+            "import storage.config, storage.db, storage.models, storage.runstore, storage.queue",
+            {"torch", "engine", "webapp", "workers", "flask"},
+        ),
+        ("from webapp import create_app; create_app()", {"torch", "engine", "workers"}),
+        ("import workers.tasks", {"torch", "webapp"}),
+    ],
+)
 def test_importing_a_tier_loads_nothing_above_it(code, never, tmp_path):
     assert _loaded_after(code, str(tmp_path)) & never == set()

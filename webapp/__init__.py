@@ -11,6 +11,7 @@ never by importing the workers.
     webapp/views/         blueprints: pages (new run, run/report), api (/api/runs), status (/status, /api/status,
                           /api/health)
 """
+
 from __future__ import annotations
 
 from flask import Flask
@@ -21,8 +22,12 @@ from storage.config import PROJECT_ROOT, Settings
 
 def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings.from_env()
-    app = Flask(__name__, instance_path=settings.instance_path, template_folder=f"{PROJECT_ROOT}/templates",
-                static_folder=f"{PROJECT_ROOT}/static")
+    app = Flask(
+        __name__,
+        instance_path=settings.instance_path,
+        template_folder=f"{PROJECT_ROOT}/templates",
+        static_folder=f"{PROJECT_ROOT}/static",
+    )
     app.config["MAX_CONTENT_LENGTH"] = 4 * settings.max_code_bytes  # the code plus the form around it
 
     from storage.queue import make_celery

@@ -1,4 +1,5 @@
 """Per-app and per-request state: settings, the Celery client, one database session per request."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

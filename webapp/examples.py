@@ -1,4 +1,5 @@
 """The gallery: the example files in examples/, read from disk when asked (never copied)."""
+
 from __future__ import annotations
 
 import ast
@@ -7,8 +8,17 @@ import re
 
 # The gallery's order: the seed first, one example per compiler topic, then the library models (torchvision,
 # transformers); any other file follows by name.
-ORDER = ("seed", "graph_break", "inplace_views", "mlp_train", "attention", "conv_bn", "recompile",
-         "resnet18", "hf_bert")
+ORDER = (
+    "seed",
+    "graph_break",
+    "inplace_views",
+    "mlp_train",
+    "attention",
+    "conv_bn",
+    "recompile",
+    "resnet18",
+    "hf_bert",
+)
 NAME = re.compile(r"^[a-z0-9_]+$")
 
 

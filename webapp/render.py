@@ -5,6 +5,7 @@ artifacts readable: code (FX graphs, kernels, output code, IR) gets a Pygments l
 lists of records become tables, and a record's bulky fields (code, node lists) get a card of their own linked from
 its row; a file:line in the user's file links to that line of the source listing (#L-N).
 """
+
 from __future__ import annotations
 
 import re
@@ -38,8 +39,9 @@ class _LineSpanFormatter(HtmlFormatter):
 def listing(code: str, anchor: str, language: str = "python") -> Markup:
     """Highlighted code with numbered lines; line N is the element ``#{anchor}-N``."""
     lexer = LEXERS.get((language or "").lower(), TextLexer)()
-    formatter = _LineSpanFormatter(linenos="table", anchorlinenos=True, lineanchors=anchor, linespans=anchor,
-                                   wrapcode=True)
+    formatter = _LineSpanFormatter(
+        linenos="table", anchorlinenos=True, lineanchors=anchor, linespans=anchor, wrapcode=True
+    )
     return Markup(f'<div class="listing" id="{escape(anchor)}">{highlight(code, lexer, formatter)}</div>')
 
 
@@ -103,11 +105,14 @@ class Renderer:
         if all(isinstance(item, dict) for item in items):
             return self._records(items, path)
         if all(not isinstance(item, (dict, list)) for item in items) and not any(
-                isinstance(item, str) and "\n" in item for item in items):
-            return Markup('<ul class="plain">' + "".join(
-                f"<li>{self.value(item, path)}</li>" for item in items) + "</ul>")
-        return Markup("<ol>" + "".join(
-            f"<li>{self.value(item, path + (i,))}</li>" for i, item in enumerate(items)) + "</ol>")
+            isinstance(item, str) and "\n" in item for item in items
+        ):
+            return Markup(
+                '<ul class="plain">' + "".join(f"<li>{self.value(item, path)}</li>" for item in items) + "</ul>"
+            )
+        return Markup(
+            "<ol>" + "".join(f"<li>{self.value(item, path + (i,))}</li>" for i, item in enumerate(items)) + "</ol>"
+        )
 
     def _records(self, rows: list[dict], path: tuple) -> Markup:
         """A table of the short fields; one card per row for its bulky fields (code, nested lists)."""
@@ -138,13 +143,16 @@ class Renderer:
             if value is None:
                 continue
             if isinstance(value, str):
-                rendered = self._string(value, path + (field,), field if field in CODE_KEYS | TEXT_KEYS else "code",
-                                        row.get("language"))
+                rendered = self._string(
+                    value, path + (field,), field if field in CODE_KEYS | TEXT_KEYS else "code", row.get("language")
+                )
                 parts.append(f"<h5>{escape(title_of(field))}</h5>{rendered}")
             else:
                 count = f" ({len(value)})" if isinstance(value, (list, dict)) else ""
-                parts.append(f"<details><summary>{escape(title_of(field))}{count}</summary>"
-                             f"{self.value(value, path + (field,), field)}</details>")
+                parts.append(
+                    f"<details><summary>{escape(title_of(field))}{count}</summary>"
+                    f"{self.value(value, path + (field,), field)}</details>"
+                )
         parts.append("</article>")
         return "".join(parts)
 

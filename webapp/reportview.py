@@ -2,6 +2,7 @@
 
 Graph ids, lookup and stored graph payloads are the report's vocabulary: contract/graphs.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,11 @@ def kernel_rows(inductor: dict, runtime: dict, device_name: str | None) -> list[
     device's known ceiling."""
     profile = {row.get("kernel"): row for row in runtime.get("kernel_profile") or [] if row.get("kernel")}
     measured_bandwidth = (runtime.get("memory_bandwidth") or {}).get("bytes_per_s")
-    ceiling = measured_bandwidth if isinstance(measured_bandwidth, (int, float)) and measured_bandwidth > 0 \
+    ceiling = (
+        measured_bandwidth
+        if isinstance(measured_bandwidth, (int, float)) and measured_bandwidth > 0
         else copy_bandwidth_ceiling(device_name)
+    )
     kernels = inductor.get("kernels") or []
     # Inductor counts bytes for the whole compile (metrics.num_bytes_accessed); with one kernel they are its bytes.
     total_bytes = (inductor.get("metrics") or {}).get("num_bytes_accessed")
@@ -45,10 +49,19 @@ def kernel_rows(inductor: dict, runtime: dict, device_name: str | None) -> list[
         measured = profile.get(kernel.get("name")) or {}
         total_ms, calls = measured.get("total_ms"), measured.get("calls") or 0
         bytes_accessed = kernel.get("bytes_accessed") or (total_bytes if len(kernels) == 1 else None)
-        bandwidth = (bytes_accessed * calls / (total_ms / 1e3)
-                     if bytes_accessed and total_ms and calls else None)
-        rows.append({**kernel, "index": index, "bytes_accessed": bytes_accessed, "total_ms": total_ms, "calls": calls or None, "share": measured.get("share"),
-                     "bandwidth": bandwidth, "roofline_share": bandwidth / ceiling if bandwidth and ceiling else None})
+        bandwidth = bytes_accessed * calls / (total_ms / 1e3) if bytes_accessed and total_ms and calls else None
+        rows.append(
+            {
+                **kernel,
+                "index": index,
+                "bytes_accessed": bytes_accessed,
+                "total_ms": total_ms,
+                "calls": calls or None,
+                "share": measured.get("share"),
+                "bandwidth": bandwidth,
+                "roofline_share": bandwidth / ceiling if bandwidth and ceiling else None,
+            }
+        )
     rows.sort(key=lambda row: (row["total_ms"] is None, -(row["total_ms"] or 0), row.get("name") or ""))
     return rows
 
@@ -76,8 +89,7 @@ def graph_id_of_kernel(inductor: dict, kernel: dict) -> str | None:
 FUSION_REASONS = {
     "intermediate nodes between node1 & node2": "another node has to run between them: fusing would make a cycle",
     "no shared data": "they share no buffer: fusing would save no memory traffic",
-    "Nodes are too far away. Fusing them may increase peak memory.":
-        "they are too far apart in the schedule: fusing may raise peak memory",
+    "Nodes are too far away. Fusing them may increase peak memory.": "they are too far apart in the schedule: fusing may raise peak memory",
     "score_fusion_memory_threshold": "they share too little memory traffic for fusing to pay off",
     "exceeds max fusion": "the fused kernel would take more inputs than Inductor allows",
 }
@@ -94,22 +106,39 @@ def fusion_groups(inductor: dict) -> list[dict]:
     graphs: dict[tuple, dict] = {}
     for decision in inductor.get("fusion_decisions") or []:
         key = (decision.get("compile_id"), decision.get("kind"))
-        graph = graphs.setdefault(key, {"compile_id": key[0], "kind": key[1], "fused": 0, "not_fused": 0,
-                                        "graph_id": graph_id_of_kernel(inductor, {"compile_id": key[0],
-                                                                                  "graph_kind": key[1]}),
-                                        "by_reason": {}})
+        graph = graphs.setdefault(
+            key,
+            {
+                "compile_id": key[0],
+                "kind": key[1],
+                "fused": 0,
+                "not_fused": 0,
+                "graph_id": graph_id_of_kernel(inductor, {"compile_id": key[0], "graph_kind": key[1]}),
+                "by_reason": {},
+            },
+        )
         count = decision.get("count") or 1
         action = "fused" if decision.get("action") == "fused" else "not_fused"
         graph[action] += count
         reason = None if action == "fused" else decision.get("reason") or "no reason recorded"
-        group = graph["by_reason"].setdefault((action, reason), {
-            "action": action, "reason": reason, "count": 0, "decisions": [],
-            "words": "fused" if action == "fused" else f"not fused: {FUSION_REASONS.get(reason, reason)}"})
+        group = graph["by_reason"].setdefault(
+            (action, reason),
+            {
+                "action": action,
+                "reason": reason,
+                "count": 0,
+                "decisions": [],
+                "words": "fused" if action == "fused" else f"not fused: {FUSION_REASONS.get(reason, reason)}",
+            },
+        )
         group["count"] += count
-        group["decisions"].append({
-            "first": _fusion_side(decision.get("first"), decision.get("first_ops"), key, kernel_of),
-            "second": _fusion_side(decision.get("second"), decision.get("second_ops"), key, kernel_of),
-            "count": count})
+        group["decisions"].append(
+            {
+                "first": _fusion_side(decision.get("first"), decision.get("first_ops"), key, kernel_of),
+                "second": _fusion_side(decision.get("second"), decision.get("second_ops"), key, kernel_of),
+                "count": count,
+            }
+        )
     out = []
     for graph in graphs.values():
         groups = sorted(graph.pop("by_reason").values(), key=lambda g: (g["action"] != "fused", -g["count"]))
@@ -127,9 +156,15 @@ def _fusion_side(name, ops, graph_key: tuple, kernel_of: dict) -> dict:
 def ir_pairs(inductor: dict) -> list[dict]:
     """Scheduler IR before and after fusion, matched by compile id and graph kind."""
     after = {(compile_key(ir.get("compile_id")), ir.get("kind")): ir for ir in inductor.get("ir_post_fusion") or []}
-    return [{"compile_id": ir.get("compile_id"), "kind": ir.get("kind"), "before": ir.get("text") or "",
-             "after": (after.get((compile_key(ir.get("compile_id")), ir.get("kind"))) or {}).get("text") or ""}
-            for ir in inductor.get("ir_pre_fusion") or []]
+    return [
+        {
+            "compile_id": ir.get("compile_id"),
+            "kind": ir.get("kind"),
+            "before": ir.get("text") or "",
+            "after": (after.get((compile_key(ir.get("compile_id")), ir.get("kind"))) or {}).get("text") or "",
+        }
+        for ir in inductor.get("ir_pre_fusion") or []
+    ]
 
 
 _IR_NODE = re.compile(r"^(\w+): (\w+)\(")
@@ -145,8 +180,15 @@ def ir_nodes(text: str) -> list[dict]:
         match = _IR_NODE.match(line)
         if match and not previous.rstrip().endswith("] ="):
             name, kind = match.groups()
-            nodes.append({"name": name, "type": kind, "members": name.split("_") if "Fused" in kind else [name],
-                          "buffers": [], "lines": [line]})
+            nodes.append(
+                {
+                    "name": name,
+                    "type": kind,
+                    "members": name.split("_") if "Fused" in kind else [name],
+                    "buffers": [],
+                    "lines": [line],
+                }
+            )
             in_members = False
         elif nodes:
             if re.match(rf"^{re.escape(nodes[-1]['name'])}\.snodes\[\d+\] =", line):
@@ -192,11 +234,18 @@ def ir_diff(inductor: dict, pair: dict) -> list[dict]:
     rows = []
     for node in ir_nodes(pair["after"]):
         kernel = next((kernel_of[b] for b in node["buffers"] if b in kernel_of), None)
-        rows.append({"name": node["name"], "type": node["type"], "fused": len(node["members"]) > 1,
-                     "members": [{"name": m, "ops": ops_of.get(m, [])} for m in node["members"]],
-                     "buffers": [{"name": b, "node": node_of_buffer.get(b)} for b in node["buffers"]],
-                     "kernel": kernel, "after": node["text"],
-                     "before": "\n\n".join(before[m]["text"] for m in node["members"] if m in before)})
+        rows.append(
+            {
+                "name": node["name"],
+                "type": node["type"],
+                "fused": len(node["members"]) > 1,
+                "members": [{"name": m, "ops": ops_of.get(m, [])} for m in node["members"]],
+                "buffers": [{"name": b, "node": node_of_buffer.get(b)} for b in node["buffers"]],
+                "kernel": kernel,
+                "after": node["text"],
+                "before": "\n\n".join(before[m]["text"] for m in node["members"] if m in before),
+            }
+        )
     return rows
 
 
@@ -229,9 +278,13 @@ def find_part(section: dict, kind: str, key: str) -> dict | None:
             graph = fusion_groups(section)[graph_index]
             group = graph["groups"][group_index]
             end = start + FUSION_PAGE
-            return {"graph": graph, "group": {**group, "decisions": group["decisions"][start:end]},
-                    "more": {"key": f"{graph_index}-{group_index}-{end}", "left": len(group["decisions"]) - end}
-                    if end < len(group["decisions"]) else None}
+            return {
+                "graph": graph,
+                "group": {**group, "decisions": group["decisions"][start:end]},
+                "more": {"key": f"{graph_index}-{group_index}-{end}", "left": len(group["decisions"]) - end}
+                if end < len(group["decisions"])
+                else None,
+            }
         if kind == "irnode":
             index, name = key.split("-", 1)
             pair = ir_pairs(section)[int(index)]
@@ -239,9 +292,12 @@ def find_part(section: dict, kind: str, key: str) -> dict | None:
             return {"row": row}
         if kind == "ir":
             pair = ir_pairs(section)[int(key)]
-            return {"pair": pair, "rows": ir_diff(section, pair), "index": int(key),
-                    "graph_id": graph_id_of_kernel(section, {"compile_id": pair["compile_id"],
-                                                             "graph_kind": pair["kind"]})}
+            return {
+                "pair": pair,
+                "rows": ir_diff(section, pair),
+                "index": int(key),
+                "graph_id": graph_id_of_kernel(section, {"compile_id": pair["compile_id"], "graph_kind": pair["kind"]}),
+            }
         if kind == "field":
             return {"key": key, "value": section[key]} if key in section else None
         if kind == "guards":
@@ -260,8 +316,10 @@ def source_context(code: str, line: int | None, around: int = 2) -> list[dict]:
     lines = code.splitlines()
     if not isinstance(line, int) or not 1 <= line <= len(lines):
         return []
-    return [{"number": n, "text": lines[n - 1], "focus": n == line}
-            for n in range(max(1, line - around), min(len(lines), line + around) + 1)]
+    return [
+        {"number": n, "text": lines[n - 1], "focus": n == line}
+        for n in range(max(1, line - around), min(len(lines), line + around) + 1)
+    ]
 
 
 def guards_by_compile_id(dynamo: dict) -> list[dict]:
@@ -278,15 +336,22 @@ def guards_by_compile_id(dynamo: dict) -> list[dict]:
     for guard in dynamo.get("guards") or []:
         text = guard.get("text") or ""
         count = guard.get("count")
-        rows.append({"compile_id": guard.get("compile_id"), "text": text.strip("\n"),
-                     # torch's own count where the report has it, else the guards (leaves) of the tree
-                     "count": count if isinstance(count, int) else sum(
-                         root["count"] if root["children"] else 1 for root in guard_tree(text, [])[0]),
-                     "recompiles": recompiles.pop(compile_key(guard.get("compile_id")), []),
-                     "failed": rejected.get(compile_key(guard.get("compile_id")), [])})
+        rows.append(
+            {
+                "compile_id": guard.get("compile_id"),
+                "text": text.strip("\n"),
+                # torch's own count where the report has it, else the guards (leaves) of the tree
+                "count": count
+                if isinstance(count, int)
+                else sum(root["count"] if root["children"] else 1 for root in guard_tree(text, [])[0]),
+                "recompiles": recompiles.pop(compile_key(guard.get("compile_id")), []),
+                "failed": rejected.get(compile_key(guard.get("compile_id")), []),
+            }
+        )
     for orphans in recompiles.values():  # a recompile whose guards were not recorded
-        rows.append({"compile_id": orphans[0].get("compile_id"), "text": "", "count": 0, "recompiles": orphans,
-                     "failed": []})
+        rows.append(
+            {"compile_id": orphans[0].get("compile_id"), "text": "", "count": 0, "recompiles": orphans, "failed": []}
+        )
     return rows
 
 
@@ -323,12 +388,19 @@ def guard_tree(text: str, failed: list[dict]) -> tuple[list[dict], list[dict]]:
         label, sep, rest = body.partition(": ")
         if not sep or not re.match(r"^[A-Za-z_]+$", label):
             label, rest = body.strip(), ""
-        node = {"label": label, "text": rest.strip(), "where": where.strip().replace("  # ", " · "),
-                "kind": "manager" if label.endswith("GuardManager") or label == "GuardManager" else "guard",
-                "children": [], "failed": None, "open": depth == 0}
+        node = {
+            "label": label,
+            "text": rest.strip(),
+            "where": where.strip().replace("  # ", " · "),
+            "kind": "manager" if label.endswith("GuardManager") or label == "GuardManager" else "guard",
+            "children": [],
+            "failed": None,
+            "open": depth == 0,
+        }
         del stack[depth:]
         (stack[-1]["children"] if stack else roots).append(node)
         stack.append(node)
+
     def visit(node) -> bool:  # counts the guards under each fold; marks failed leaves, opens their folds
         hit = False
         for child in node["children"]:
@@ -344,6 +416,7 @@ def guard_tree(text: str, failed: list[dict]) -> tuple[list[dict], list[dict]]:
         if hit:
             node["open"] = True
         return hit or bool(node["failed"])
+
     for root in roots:
         visit(root)
     return roots, leaves
@@ -368,8 +441,13 @@ def compact_bytecode(text: str) -> str:
             out.append(line.strip())
             continue
         number, jump, offset, opname, arg, meaning = match.groups()
-        out.append((f"{number or '':>3} {'>>' if jump else '  '}{offset:>4} {opname}"
-                    + (f" {arg}" if arg else "") + (f" {meaning}" if meaning else "")).rstrip())
+        out.append(
+            (
+                f"{number or '':>3} {'>>' if jump else '  '}{offset:>4} {opname}"
+                + (f" {arg}" if arg else "")
+                + (f" {meaning}" if meaning else "")
+            ).rstrip()
+        )
     return "\n".join(out)
 
 
@@ -418,11 +496,16 @@ def runtime_headline(runtime: dict) -> list[str]:
     load = runtime.get("load") or {}
     if load.get("text"):
         lines.append(f"Machine {load['text']}.")
-    undecided = [b["config"] for b in runtime.get("benchmarks") or []
-                 if b.get("status") == "ok" and b.get("config") != "eager" and not speedup_decided(b)]
+    undecided = [
+        b["config"]
+        for b in runtime.get("benchmarks") or []
+        if b.get("status") == "ok" and b.get("config") != "eager" and not speedup_decided(b)
+    ]
     if undecided:
-        lines.append(f"Speedup not decided for {', '.join(undecided)}: the rounds' spread is too wide to quote a "
-                     "figure (measurements too noisy).")
+        lines.append(
+            f"Speedup not decided for {', '.join(undecided)}: the rounds' spread is too wide to quote a "
+            "figure (measurements too noisy)."
+        )
     return lines
 
 
@@ -447,29 +530,55 @@ def ladder_chart(benchmarks: list[dict]) -> dict | None:
         note = cudagraph_note(b)
         labels.append(f"{label}<br>{note}" if note else label)
     colors = ["#9aa5b1" if b["config"] == "eager" else "#b8460b" if speedup_decided(b) else "#e3b89c" for b in rows]
-    return {"data": [{"type": "bar", "x": [b["config"] for b in rows], "y": speedups,
-                      "text": labels, "textposition": "inside", "insidetextanchor": "end",
-                      "marker": {"color": colors},
-                      "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low,
-                                  "color": "#1d232a"},
-                      "customdata": [speedup_text(b) or "" for b in rows],
-                      "hovertemplate": "%{x}: %{customdata}<extra></extra>"}],
-            "layout": {"yaxis": {"title": {"text": "speedup over plain eager (×)"}, "rangemode": "tozero"},
-                       "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
-                                   "line": {"dash": "dot", "color": "#68717d"}}]}}
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": [b["config"] for b in rows],
+                "y": speedups,
+                "text": labels,
+                "textposition": "inside",
+                "insidetextanchor": "end",
+                "marker": {"color": colors},
+                "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low, "color": "#1d232a"},
+                "customdata": [speedup_text(b) or "" for b in rows],
+                "hovertemplate": "%{x}: %{customdata}<extra></extra>",
+            }
+        ],
+        "layout": {
+            "yaxis": {"title": {"text": "speedup over plain eager (×)"}, "rangemode": "tozero"},
+            "shapes": [
+                {
+                    "type": "line",
+                    "xref": "paper",
+                    "x0": 0,
+                    "x1": 1,
+                    "y0": 1,
+                    "y1": 1,
+                    "line": {"dash": "dot", "color": "#68717d"},
+                }
+            ],
+        },
+    }
 
 
 # The exclusive compile stages of runtime.compile_seconds, in pipeline order: they add up to its total.
-COMPILE_STAGES = (("dynamo", "Dynamo (tracing, guards, bytecode)"),
-                  ("aot_autograd", "AOTAutograd (+ pre-grad and joint passes)"),
-                  ("inductor", "Inductor (lowering, scheduling)"), ("codegen", "code generation and kernel compile"),
-                  ("inductor_and_codegen", "Inductor and code generation"),  # reports stored before they were apart
-                  ("backward", "backward compile (at the first .backward())"),
-                  ("other", "other (autotuning at the first run)"))
+COMPILE_STAGES = (
+    ("dynamo", "Dynamo (tracing, guards, bytecode)"),
+    ("aot_autograd", "AOTAutograd (+ pre-grad and joint passes)"),
+    ("inductor", "Inductor (lowering, scheduling)"),
+    ("codegen", "code generation and kernel compile"),
+    ("inductor_and_codegen", "Inductor and code generation"),  # reports stored before they were apart
+    ("backward", "backward compile (at the first .backward())"),
+    ("other", "other (autotuning at the first run)"),
+)
 COMPILE_STAGE_COLORS = ("#3f6ea5", "#8e5bd0", "#b8460b", "#c0392b", "#a07d00", "#1f7a3a", "#9aa5b1")
 # The compiles of runtime.compile_cache, as the page names them.
-COMPILE_RUNS = (("cold", "cold (this job)"), ("warmup", "graph caches empty, kernels cached"),
-                ("warm", "warm (every cache filled)"))
+COMPILE_RUNS = (
+    ("cold", "cold (this job)"),
+    ("warmup", "graph caches empty, kernels cached"),
+    ("warm", "warm (every cache filled)"),
+)
 CACHES = (("fx_graph", "FX graph cache"), ("aot_autograd", "AOTAutograd cache"), ("kernels", "kernel binaries"))
 
 
@@ -494,10 +603,17 @@ def compile_runs(runtime: dict) -> list[dict]:
         entry = cache.get(key) or ({"seconds": runtime.get("compile_seconds")} if key == "cold" else None)
         if not entry:
             continue
-        runs.append({"key": key, "label": label, "status": entry.get("status", "ok"), "reason": entry.get("reason"),
-                     "seconds": {"total": None, **exclusive_compile_seconds(entry.get("seconds"))},
-                     "caches": entry.get("caches") or {},
-                     "wall_seconds": entry.get("wall_seconds")})
+        runs.append(
+            {
+                "key": key,
+                "label": label,
+                "status": entry.get("status", "ok"),
+                "reason": entry.get("reason"),
+                "seconds": {"total": None, **exclusive_compile_seconds(entry.get("seconds"))},
+                "caches": entry.get("caches") or {},
+                "wall_seconds": entry.get("wall_seconds"),
+            }
+        )
     return runs
 
 
@@ -511,8 +627,9 @@ def compile_stage_table(runs: list[dict]) -> list[dict]:
         cells = []
         for run in runs:
             seconds, total = run["seconds"].get(key), run["seconds"].get("total")
-            cells.append({"seconds": seconds, "share": seconds / total if isinstance(seconds, (int, float)) and total
-                          else None})
+            cells.append(
+                {"seconds": seconds, "share": seconds / total if isinstance(seconds, (int, float)) and total else None}
+            )
         rows.append({"key": key, "label": label, "cells": cells})
     return rows
 
@@ -524,23 +641,46 @@ def compile_stage_chart(runtime: dict) -> dict | None:
     if not runs:
         return None
     labels = [run["label"] for run in runs]
-    data = [{"type": "bar", "orientation": "h", "name": label, "y": labels,
-             "x": [run["seconds"].get(key) or 0 for run in runs], "marker": {"color": color},
-             "hovertemplate": f"{label}: %{{x:.3f}} s<extra></extra>"}
-            for (key, label), color in zip(COMPILE_STAGES, COMPILE_STAGE_COLORS)
-            if any(run["seconds"].get(key) for run in runs)]
-    totals = {"type": "scatter", "mode": "text", "showlegend": False, "y": labels,
-              "x": [run["seconds"]["total"] for run in runs], "textposition": "middle right",
-              "text": [f"{run['seconds']['total']:.2f} s" for run in runs], "hoverinfo": "skip"}
+    data = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": label,
+            "y": labels,
+            "x": [run["seconds"].get(key) or 0 for run in runs],
+            "marker": {"color": color},
+            "hovertemplate": f"{label}: %{{x:.3f}} s<extra></extra>",
+        }
+        for (key, label), color in zip(COMPILE_STAGES, COMPILE_STAGE_COLORS)
+        if any(run["seconds"].get(key) for run in runs)
+    ]
+    totals = {
+        "type": "scatter",
+        "mode": "text",
+        "showlegend": False,
+        "y": labels,
+        "x": [run["seconds"]["total"] for run in runs],
+        "textposition": "middle right",
+        "text": [f"{run['seconds']['total']:.2f} s" for run in runs],
+        "hoverinfo": "skip",
+    }
     longest = max(run["seconds"]["total"] for run in runs)
     # The legend (one entry per stage) sits above the plot, in its own margin, so that it covers no bar; the x range
     # leaves room for the totals written after each bar.
-    return {"data": data + [totals],
-            "layout": {"barmode": "stack", "height": 190 + 50 * len(runs), "yaxis": {"autorange": "reversed"},
-                       "xaxis": {"title": {"text": "seconds (stages are exclusive: they add up to each bar's total)"},
-                                 "range": [0, longest * 1.18]},
-                       "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
-                       "margin": {"l": 250, "r": 30, "t": 90}}}
+    return {
+        "data": data + [totals],
+        "layout": {
+            "barmode": "stack",
+            "height": 190 + 50 * len(runs),
+            "yaxis": {"autorange": "reversed"},
+            "xaxis": {
+                "title": {"text": "seconds (stages are exclusive: they add up to each bar's total)"},
+                "range": [0, longest * 1.18],
+            },
+            "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+            "margin": {"l": 250, "r": 30, "t": 90},
+        },
+    }
 
 
 def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:
@@ -552,17 +692,31 @@ def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:
         keep = {id(e) for e in sorted(events, key=lambda e: -e["dur_ms"])[:limit]}
         events = [e for e in events if id(e) in keep]
     events.sort(key=lambda e: (e.get("start_ms") or 0, e.get("depth") or 0))
-    labels = [f"{'· ' * (e.get('depth') or 0)}{e.get('name')} [{e.get('compile_id')}] #{i}"
-              for i, e in enumerate(events)]
+    labels = [
+        f"{'· ' * (e.get('depth') or 0)}{e.get('name')} [{e.get('compile_id')}] #{i}" for i, e in enumerate(events)
+    ]
     palette = ["#3f6ea5", "#b8460b", "#1f7a3a", "#8e5bd0", "#c0392b", "#2c8c99", "#a07d00"]
-    return {"data": [{"type": "bar", "orientation": "h", "y": labels, "x": [e["dur_ms"] for e in events],
-                      "base": [e.get("start_ms") or 0 for e in events],
-                      "marker": {"color": [palette[(e.get("depth") or 0) % len(palette)] for e in events]},
-                      "customdata": [[e.get("name"), e["dur_ms"]] for e in events],
-                      "hovertemplate": "%{customdata[0]}: %{customdata[1]:.1f} ms<extra></extra>"}],
-            "layout": {"height": max(260, 16 * len(events) + 80), "xaxis": {"title": {"text": "ms since the compile began"}},
-                       "yaxis": {"autorange": "reversed", "showticklabels": True, "tickfont": {"size": 10}},
-                       "margin": {"l": 300}, "bargap": 0.15}}
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "y": labels,
+                "x": [e["dur_ms"] for e in events],
+                "base": [e.get("start_ms") or 0 for e in events],
+                "marker": {"color": [palette[(e.get("depth") or 0) % len(palette)] for e in events]},
+                "customdata": [[e.get("name"), e["dur_ms"]] for e in events],
+                "hovertemplate": "%{customdata[0]}: %{customdata[1]:.1f} ms<extra></extra>",
+            }
+        ],
+        "layout": {
+            "height": max(260, 16 * len(events) + 80),
+            "xaxis": {"title": {"text": "ms since the compile began"}},
+            "yaxis": {"autorange": "reversed", "showticklabels": True, "tickfont": {"size": 10}},
+            "margin": {"l": 300},
+            "bargap": 0.15,
+        },
+    }
 
 
 SIDE_COLORS = {"web": "#68717d", "worker": "#2c8c99", "parent": "#3f6ea5", "child": "#b8460b"}
@@ -580,21 +734,42 @@ def job_timeline_chart(timeline: dict) -> dict | None:
         if not mine:
             continue
         colors = ["#d5d9de" if p["phase"] == "untracked" else color for _, p in mine]
-        traces.append({"type": "bar", "orientation": "h", "name": side,
-                       "y": [_phase_label(i, p) for i, p in mine],
-                       "x": [max(p["end_s"] - p["start_s"], 0.001) for _, p in mine],
-                       "base": [p["start_s"] for _, p in mine], "marker": {"color": colors},
-                       "customdata": [[p["phase"], p["end_s"] - p["start_s"], p["start_s"]] for _, p in mine],
-                       "hovertemplate": "%{customdata[0]}: %{customdata[1]:.3f} s from %{customdata[2]:.3f} s"
-                                        "<extra>" + side + "</extra>"})
+        traces.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "name": side,
+                "y": [_phase_label(i, p) for i, p in mine],
+                "x": [max(p["end_s"] - p["start_s"], 0.001) for _, p in mine],
+                "base": [p["start_s"] for _, p in mine],
+                "marker": {"color": colors},
+                "customdata": [[p["phase"], p["end_s"] - p["start_s"], p["start_s"]] for _, p in mine],
+                "hovertemplate": "%{customdata[0]}: %{customdata[1]:.3f} s from %{customdata[2]:.3f} s"
+                "<extra>" + side + "</extra>",
+            }
+        )
     order = [_phase_label(i, p) for i, p in enumerate(phases)]
-    return {"data": traces,
-            "layout": {"height": max(260, 18 * len(phases) + 90), "barmode": "overlay",
-                       "xaxis": {"title": {"text": "seconds since " + ("the request" if timeline.get("origin") ==
-                                                                         "request" else "the job started")}},
-                       "yaxis": {"autorange": "reversed", "categoryorder": "array", "categoryarray": order,
-                                 "tickfont": {"size": 10}},
-                       "margin": {"l": 220}, "bargap": 0.2}}
+    return {
+        "data": traces,
+        "layout": {
+            "height": max(260, 18 * len(phases) + 90),
+            "barmode": "overlay",
+            "xaxis": {
+                "title": {
+                    "text": "seconds since "
+                    + ("the request" if timeline.get("origin") == "request" else "the job started")
+                }
+            },
+            "yaxis": {
+                "autorange": "reversed",
+                "categoryorder": "array",
+                "categoryarray": order,
+                "tickfont": {"size": 10},
+            },
+            "margin": {"l": 220},
+            "bargap": 0.2,
+        },
+    }
 
 
 def _phase_label(index: int, phase: dict) -> str:
@@ -603,17 +778,30 @@ def _phase_label(index: int, phase: dict) -> str:
 
 
 def kernel_time_chart(kernel_profile: list[dict], limit: int = 20) -> dict | None:
-    rows = sorted((r for r in kernel_profile if isinstance(r.get("total_ms"), (int, float))),
-                  key=lambda r: -r["total_ms"])[:limit]
+    rows = sorted(
+        (r for r in kernel_profile if isinstance(r.get("total_ms"), (int, float))), key=lambda r: -r["total_ms"]
+    )[:limit]
     if not rows:
         return None
-    return {"data": [{"type": "bar", "orientation": "h", "y": [r.get("kernel") or r.get("name") for r in rows],
-                      "x": [r["total_ms"] for r in rows],
-                      "marker": {"color": ["#b8460b" if r.get("generated") else "#9aa5b1" for r in rows]},
-                      "text": [f"{100 * (r.get('share') or 0):.1f}%" for r in rows], "textposition": "auto",
-                      "hovertemplate": "%{y}: %{x:.4f} ms per step<extra></extra>"}],
-            "layout": {"height": max(220, 22 * len(rows) + 80), "yaxis": {"autorange": "reversed"},
-                       "xaxis": {"title": {"text": "ms per step"}}}}
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "y": [r.get("kernel") or r.get("name") for r in rows],
+                "x": [r["total_ms"] for r in rows],
+                "marker": {"color": ["#b8460b" if r.get("generated") else "#9aa5b1" for r in rows]},
+                "text": [f"{100 * (r.get('share') or 0):.1f}%" for r in rows],
+                "textposition": "auto",
+                "hovertemplate": "%{y}: %{x:.4f} ms per step<extra></extra>",
+            }
+        ],
+        "layout": {
+            "height": max(220, 22 * len(rows) + 80),
+            "yaxis": {"autorange": "reversed"},
+            "xaxis": {"title": {"text": "ms per step"}},
+        },
+    }
 
 
 def busy_chart(benchmarks: list[dict]) -> dict | None:
@@ -621,11 +809,25 @@ def busy_chart(benchmarks: list[dict]) -> dict | None:
     if not rows:
         return None
     configs = [b["config"] for b in rows]
-    return {"data": [{"type": "bar", "name": "wall time per step", "x": configs, "y": [b["median_ms"] for b in rows],
-                      "marker": {"color": "#9aa5b1"}},
-                     {"type": "bar", "name": "GPU busy per step", "x": configs, "y": [b["gpu_busy_ms"] for b in rows],
-                      "marker": {"color": "#1f7a3a"}}],
-            "layout": {"barmode": "group", "yaxis": {"title": {"text": "ms"}}}}
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "name": "wall time per step",
+                "x": configs,
+                "y": [b["median_ms"] for b in rows],
+                "marker": {"color": "#9aa5b1"},
+            },
+            {
+                "type": "bar",
+                "name": "GPU busy per step",
+                "x": configs,
+                "y": [b["gpu_busy_ms"] for b in rows],
+                "marker": {"color": "#1f7a3a"},
+            },
+        ],
+        "layout": {"barmode": "group", "yaxis": {"title": {"text": "ms"}}},
+    }
 
 
 def host_bound_diagnosis(benchmarks: list[dict]) -> list[str]:
@@ -638,19 +840,25 @@ def host_bound_diagnosis(benchmarks: list[dict]) -> list[str]:
             continue
         share = busy / wall
         if share >= HOST_BOUND_BUSY_SHARE:
-            notes.append(f"{b['config']}: the GPU is busy {share:.0%} of each step ({busy:.3f} of {wall:.3f} ms): "
-                         "GPU-bound, the kernels themselves set the pace.")
+            notes.append(
+                f"{b['config']}: the GPU is busy {share:.0%} of each step ({busy:.3f} of {wall:.3f} ms): "
+                "GPU-bound, the kernels themselves set the pace."
+            )
             continue
-        note = (f"{b['config']}: host-bound. The GPU is busy only {share:.0%} of each step ({busy:.3f} of "
-                f"{wall:.3f} ms); the rest is Python, guards and kernel launches.")
+        note = (
+            f"{b['config']}: host-bound. The GPU is busy only {share:.0%} of each step ({busy:.3f} of "
+            f"{wall:.3f} ms); the rest is Python, guards and kernel launches."
+        )
         if b.get("mode") != "reduce-overhead":
             note += ' mode="reduce-overhead" (CUDA graphs) replays the whole step with one launch, removing most of it'
             ro = by_config.get("inductor_reduce_overhead") or {}
             if ro.get("median_ms") and ro["median_ms"] < wall:
                 note += f": measured here, {ro['median_ms']:.3f} ms per step ({wall / ro['median_ms']:.2f}x faster)."
             elif ro.get("median_ms"):
-                note += (f"; measured here it was not faster ({ro['median_ms']:.3f} ms per step): the replay's own "
-                         "cost outweighs the launches saved at this size.")
+                note += (
+                    f"; measured here it was not faster ({ro['median_ms']:.3f} ms per step): the replay's own "
+                    "cost outweighs the launches saved at this size."
+                )
             else:
                 note += "; add the inductor_reduce_overhead config to measure it."
         notes.append(note)
@@ -663,10 +871,16 @@ def decomposition_chart(decomposition: dict) -> dict | None:
     ops = sorted(set(before) | set(after) | set(backward), key=lambda op: -(before.get(op, 0) + after.get(op, 0)))
     if not ops:
         return None
-    traces = [{"type": "bar", "name": name, "x": ops, "y": [histogram.get(op, 0) for op in ops],
-               "marker": {"color": color}}
-              for name, histogram, color in (("before decomposition", before, "#9aa5b1"),
-                                             ("after (forward / inference)", after, "#b8460b"),
-                                             ("after (backward)", backward, "#3f6ea5")) if histogram]
-    return {"data": traces, "layout": {"barmode": "group", "yaxis": {"title": {"text": "nodes"}},
-                                       "xaxis": {"tickangle": -30}}}
+    traces = [
+        {"type": "bar", "name": name, "x": ops, "y": [histogram.get(op, 0) for op in ops], "marker": {"color": color}}
+        for name, histogram, color in (
+            ("before decomposition", before, "#9aa5b1"),
+            ("after (forward / inference)", after, "#b8460b"),
+            ("after (backward)", backward, "#3f6ea5"),
+        )
+        if histogram
+    ]
+    return {
+        "data": traces,
+        "layout": {"barmode": "group", "yaxis": {"title": {"text": "nodes"}}, "xaxis": {"tickangle": -30}},
+    }

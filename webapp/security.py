@@ -4,6 +4,7 @@ allows no inline script, per-client rate limits on submissions, and a clear answ
 The JSON API takes no CSRF token: it accepts only `Content-Type: application/json` bodies (a cross-site page cannot
 send those without a CORS preflight, which this app never grants) and acts on no cookie.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,11 +24,20 @@ from webapp import context
 CSRF_FIELD = "csrf_token"
 # No inline script and no eval anywhere; styles may be inline because the editor (CodeMirror) and the graph
 # view set element styles at run time. Workers load from this origin only.
-CONTENT_SECURITY_POLICY = "; ".join([
-    "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
-    "connect-src 'self'", "worker-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'",
-    "frame-ancestors 'none'",
-])
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "worker-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -44,8 +54,9 @@ def init_app(app: Flask, settings: Settings) -> None:
     app.secret_key = settings.secret_key or _instance_secret(settings.instance_path)
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
     if settings.proxy_count:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.proxy_count, x_proto=settings.proxy_count,
-                                x_host=settings.proxy_count)
+        app.wsgi_app = ProxyFix(
+            app.wsgi_app, x_for=settings.proxy_count, x_proto=settings.proxy_count, x_host=settings.proxy_count
+        )
     app.jinja_env.globals["csrf_token"] = csrf_token
     app.before_request(_check_csrf)
     app.after_request(_add_security_headers)
@@ -79,8 +90,10 @@ def rate_limited() -> tuple[str, int] | None:
         return None
     oldest_counted = times[-count]
     wait = max(1, int((oldest_counted - since).total_seconds()) + 1)
-    return (f"Too many runs: at most {settings.rate_limit_count} submissions per {settings.rate_limit_window_s:g} s "
-            f"from one address. Try again in {wait} s."), wait
+    return (
+        f"Too many runs: at most {settings.rate_limit_count} submissions per {settings.rate_limit_window_s:g} s "
+        f"from one address. Try again in {wait} s."
+    ), wait
 
 
 def client_id() -> str:
@@ -105,9 +118,12 @@ def _check_csrf():
         return None
     expected = session.get(CSRF_FIELD)
     if not expected or not hmac.compare_digest(request.form.get(CSRF_FIELD, ""), expected):
-        return message_page("The form could not be accepted",
-                            "This form did not come from this site's page or has expired (CSRF check). Reload the "
-                            "page and submit again.", 400)
+        return message_page(
+            "The form could not be accepted",
+            "This form did not come from this site's page or has expired (CSRF check). Reload the "
+            "page and submit again.",
+            400,
+        )
     return None
 
 
@@ -126,8 +142,10 @@ def _too_large(_error):
         if request.path.startswith("/api/"):
             return jsonify(errors={"trace": message}), 413
         return message_page("Too large", message, 413)
-    message = (f"The request is too large: a model file may have at most {limit_kib} KiB (the whole request "
-               f"{4 * limit_kib} KiB).")
+    message = (
+        f"The request is too large: a model file may have at most {limit_kib} KiB (the whole request "
+        f"{4 * limit_kib} KiB)."
+    )
     if request.path.startswith("/api/"):
         return jsonify(errors={"body": message}), 413
     return message_page("Too large", message, 413)

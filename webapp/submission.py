@@ -1,6 +1,7 @@
 """Validation of a new run, shared by the form and the API: every error is named by its field, and nothing is
 queued unless all fields are valid. The code is parsed (never run) here, so a syntax error is answered at once
 with its line instead of after a wait in the queue; everything else about the code is the engine's to report."""
+
 from __future__ import annotations
 
 import ast
@@ -21,12 +22,16 @@ def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tup
     if not isinstance(code, str) or not code.strip():
         errors["code"] = "Paste or upload a Python file that defines `model` and `example_inputs`."
     elif not _is_unicode_text(code):
-        errors["code"] = ("The code is not valid Unicode text: it contains a lone surrogate (half of a UTF-16 "
-                          "pair, such as \\ud800), which no Python file can hold.")
+        errors["code"] = (
+            "The code is not valid Unicode text: it contains a lone surrogate (half of a UTF-16 "
+            "pair, such as \\ud800), which no Python file can hold."
+        )
     elif len(code.encode("utf-8")) > max_code_bytes:
         errors["code"] = f"The code is larger than {max_code_bytes // 1024} KiB, the limit for a model."
     elif "\0" in code:
-        errors["code"] = "The code contains NUL bytes: send Python source text (checkpoints and pickles are never loaded)."
+        errors["code"] = (
+            "The code contains NUL bytes: send Python source text (checkpoints and pickles are never loaded)."
+        )
     elif (syntax := syntax_error(code, os.path.basename(str(data.get("filename") or "model.py")))) is not None:
         errors["code"] = syntax["text"]
 
@@ -86,9 +91,15 @@ def syntax_error(code: str, filename: str) -> dict | None:
         line = exc.lineno if isinstance(exc.lineno, int) else None
         source = lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
         where = f"line {line}" + (f", column {exc.offset}" if exc.offset else "") if line else "the code"
-        return {"line": line, "column": exc.offset, "message": exc.msg, "code": source,
-                "text": f"Syntax error at {where} of {filename}: {exc.msg}" + (f": {source}" if source else "")
-                        + ". Nothing was run or queued."}
+        return {
+            "line": line,
+            "column": exc.offset,
+            "message": exc.msg,
+            "code": source,
+            "text": f"Syntax error at {where} of {filename}: {exc.msg}"
+            + (f": {source}" if source else "")
+            + ". Nothing was run or queued.",
+        }
     except (RecursionError, MemoryError, ValueError):
         return None
     return None

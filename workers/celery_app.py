@@ -1,4 +1,5 @@
 """The workers' Celery app (`celery -A workers.celery_app worker`): the shared queue settings plus the tasks."""
+
 from __future__ import annotations
 
 from storage.config import Settings

@@ -7,6 +7,7 @@ their own child process). Shown on the status page from each worker's heartbeat.
 Versions are read from the installed packages' metadata in the worker's own environment, which is the one the
 job's child process runs in (engine.job starts it with the same interpreter).
 """
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,12 @@ def visible_gpus(nvidia_smi: str = "nvidia-smi") -> list[dict]:
     if not shutil.which(nvidia_smi):
         return []
     try:
-        listing = subprocess.run([nvidia_smi, "--query-gpu=index,uuid,name", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20)
+        listing = subprocess.run(
+            [nvidia_smi, "--query-gpu=index,uuid,name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     if listing.returncode != 0:

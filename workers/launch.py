@@ -1,6 +1,7 @@
 """The command lines of pt2scope's processes, in one place: `python -m service serve` (embedded: both), the
 container entry points `python -m service web` and `python -m service worker` (Dockerfile, docker-compose.yml),
 the tests and the benches all start these."""
+
 from __future__ import annotations
 
 import sys
@@ -19,13 +20,43 @@ def worker_queues() -> list[str]:
 
 def worker_command(name: str, queues: list[str], loglevel: str = "INFO") -> list[str]:
     """``name`` must be unique among live workers: heartbeats and the reaper key on it."""
-    return [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "--hostname", name,
-            "--queues", ",".join(queues), "--concurrency", "1", "--pool", "prefork", "--loglevel", loglevel,
-            # No remote control is needed, and the SQLite transport supports none of it.
-            "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.celery_app",
+        "worker",
+        "--hostname",
+        name,
+        "--queues",
+        ",".join(queues),
+        "--concurrency",
+        "1",
+        "--pool",
+        "prefork",
+        "--loglevel",
+        loglevel,
+        # No remote control is needed, and the SQLite transport supports none of it.
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
 
 
 def web_command(host: str, port: int, workers: int = 2, threads: int = 8) -> list[str]:
     """gunicorn with threaded workers: a report page is mostly database reads, so threads overlap them."""
-    return [sys.executable, "-m", "gunicorn", "--bind", f"{host}:{port}", "--workers", str(workers),
-            "--threads", str(threads), "--access-logfile", "-", "webapp:create_app()"]
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--access-logfile",
+        "-",
+        "webapp:create_app()",
+    ]

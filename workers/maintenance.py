@@ -3,6 +3,7 @@
 It runs in the main process, not the pool child that runs jobs, so it beats while a job runs and stops beating
 when the worker dies: that silence is what the reaper in every other worker (and the API) acts on.
 """
+
 from __future__ import annotations
 
 import logging
@@ -86,7 +87,7 @@ def purge_consumed_messages(broker_url: str) -> int:
     """
     if not broker_url.startswith("sqla+"):
         return 0
-    engine = make_engine(broker_url[len("sqla+"):])
+    engine = make_engine(broker_url[len("sqla+") :])
     try:
         with engine.begin() as connection:
             if not engine.dialect.has_table(connection, "kombu_message"):

@@ -1,4 +1,5 @@
 """run_compile: one job, from claiming the run to its stored report. Progress reaches the database as it happens."""
+
 from __future__ import annotations
 
 import logging
@@ -11,9 +12,9 @@ from datetime import UTC
 from celery import signals
 
 from contract.timeline import Recorder, merged
+from contract.vocab import new_error_id
 from engine import sandbox
 from engine.job import JobRequest, read_partial_report, run_job, warm_up_shared_pch
-from contract.vocab import new_error_id
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
@@ -38,15 +39,25 @@ def run_compile(self, run_id: int) -> None:
     timeline.add("queue_wait", requested, picked_up)
     timeline.add("claim", picked_up, time.time())
     job_dir = os.path.join(settings.jobs_path, run.slug)
-    request = JobRequest(code=run.code, filename=run.filename, device=run.device, train=run.train,
-                         configs=run.configs, **settings.job_limits())
+    request = JobRequest(
+        code=run.code,
+        filename=run.filename,
+        device=run.device,
+        train=run.train,
+        configs=run.configs,
+        **settings.job_limits(),
+    )
     with sessions() as session:
+
         def record(event: dict) -> None:
             try:
                 runstore.record_event(session, run_id, event)
                 # The tabs of a finished stage are readable before the job ends: store what the child has so far.
-                if (event.get("event") == "stage" and event.get("state") == "finished"
-                        and event.get("stage") in runstore.SECTIONS_READY_AFTER.values()):
+                if (
+                    event.get("event") == "stage"
+                    and event.get("state") == "finished"
+                    and event.get("stage") in runstore.SECTIONS_READY_AFTER.values()
+                ):
                     partial = read_partial_report(job_dir, request)
                     if partial:
                         runstore.store_partial_report(session, run_id, partial)
@@ -56,8 +67,7 @@ def run_compile(self, run_id: int) -> None:
 
         try:
             # scratch: the folder is removed (its tmpfs unmounted) before run_job returns, whatever happened
-            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings), on_event=record,
-                             scratch=True)
+            report = run_job(request, job_dir=job_dir, isolation=isolation_of(settings), on_event=record, scratch=True)
         except Exception:  # run_job always returns a report; reaching here is a bug of ours, shown as such
             _fail_internally(sessions, run_id, run.slug, "the engine raised")
             return
@@ -71,8 +81,9 @@ def run_compile(self, run_id: int) -> None:
             # The store's own seconds are known only once it is done: the timeline section is written again.
             store = Recorder("worker")
             store.add("store", stored, time.time())
-            runstore.replace_section(session, run_id, "timeline",
-                                     merged(report["timeline"], requested, "request", store))
+            runstore.replace_section(
+                session, run_id, "timeline", merged(report["timeline"], requested, "request", store)
+            )
         except Exception:
             session.rollback()
             _fail_internally(sessions, run_id, run.slug, "storing the report failed")
@@ -84,9 +95,14 @@ def _fail_internally(sessions, run_id: int, slug: str, what: str) -> None:
     log.exception("error %s: run %s: %s", error_id, slug, what)
     exc = sys.exc_info()[1]
     with sessions() as session:
-        runstore.fail_run(session, session.get(Run, run_id), "report", "internal_error",
-                          f"pt2scope failed to finish this run: {what} ({type(exc).__name__}, error id "
-                          f"{error_id}). Submit it again; if it fails again, report the error id.")
+        runstore.fail_run(
+            session,
+            session.get(Run, run_id),
+            "report",
+            "internal_error",
+            f"pt2scope failed to finish this run: {what} ({type(exc).__name__}, error id "
+            f"{error_id}). Submit it again; if it fails again, report the error id.",
+        )
 
 
 def isolation_of(settings) -> sandbox.Isolation:

@@ -1,7 +1,8 @@
 """A GPT-2-small transformer block (d=768, 12 heads, 16x256 tokens) in bf16, inference."""
+
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class Block(nn.Module):

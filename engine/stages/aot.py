@@ -6,6 +6,7 @@ aot_eager's no-op), ``recording_partition`` wraps the min-cut partitioner to see
 Functionalization and the pre-decomposition op histogram come from re-tracing each Dynamo graph with make_fx
 (with and without functionalize) under Dynamo's fake mode, after the compile, so compile timings stay clean.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,13 @@ class AotCollector(Collector):
         @functools.wraps(compiler)
         def wrapper(gm, example_inputs, *args, **kwargs):
             if self.ctx.recording:
-                graph_kind = kind or ("backward" if kwargs.get("is_backward") else
-                                      "inference" if kwargs.get("is_inference") else "forward")
+                graph_kind = kind or (
+                    "backward"
+                    if kwargs.get("is_backward")
+                    else "inference"
+                    if kwargs.get("is_inference")
+                    else "forward"
+                )
                 self.record(gm, graph_kind)
             return compiler(gm, example_inputs, *args, **kwargs)
 
@@ -61,21 +67,33 @@ class AotCollector(Collector):
         depends_on_tangent: set[str] = set()
         for node in joint.graph.nodes:
             if (node.op == "placeholder" and node.name.startswith("tangents")) or any(
-                    a.name in depends_on_tangent for a in node.all_input_nodes):
+                a.name in depends_on_tangent for a in node.all_input_nodes
+            ):
                 depends_on_tangent.add(node.name)
-        joint_forward = {n.name for n in joint.graph.nodes
-                         if n.op == "call_function" and n.name not in depends_on_tangent}
+        joint_forward = {
+            n.name for n in joint.graph.nodes if n.op == "call_function" and n.name not in depends_on_tangent
+        }
         saved = [n.name for n in bw.graph.nodes if n.op == "placeholder" and not n.name.startswith("tangents")]
         recomputed = [n.name for n in bw.graph.nodes if n.op == "call_function" and n.name in joint_forward]
         graph = serialize_graph(joint, self.ctx.user_file, compile_id=compile_id, kind="joint")
         graph["ops"] = op_histogram(graph["nodes"])
         saved_set, recomputed_set = set(saved), set(recomputed)
         for node in graph["nodes"]:
-            node["marks"] = {"saved": node["name"] in saved_set, "recomputed": node["name"] in recomputed_set,
-                             "backward": node["name"] in depends_on_tangent}
+            node["marks"] = {
+                "saved": node["name"] in saved_set,
+                "recomputed": node["name"] in recomputed_set,
+                "backward": node["name"] in depends_on_tangent,
+            }
         self.graphs.append(graph)
-        self.partitions.append({"compile_id": compile_id, "saved": saved, "recomputed": recomputed,
-                                "forward_nodes": len(fw.graph.nodes), "backward_nodes": len(bw.graph.nodes)})
+        self.partitions.append(
+            {
+                "compile_id": compile_id,
+                "saved": saved,
+                "recomputed": recomputed,
+                "forward_nodes": len(fw.graph.nodes),
+                "backward_nodes": len(bw.graph.nodes),
+            }
+        )
 
     def recording_aot_eager(self, gm, example_inputs):
         """backend="aot_eager", rebuilt with recording compilers (same partitioner and no-op compilers)."""
@@ -83,11 +101,13 @@ class AotCollector(Collector):
         from torch._dynamo.backends.common import aot_autograd
         from torch._dynamo.backends.debugging import boxed_nop
 
-        backend = aot_autograd(fw_compiler=self.recording_compiler(boxed_nop, "forward"),
-                               bw_compiler=self.recording_compiler(boxed_nop, "backward"),
-                               inference_compiler=self.recording_compiler(boxed_nop, "inference"),
-                               partition_fn=self.recording_partition(min_cut_rematerialization_partition),
-                               keep_inference_input_mutations=True)
+        backend = aot_autograd(
+            fw_compiler=self.recording_compiler(boxed_nop, "forward"),
+            bw_compiler=self.recording_compiler(boxed_nop, "backward"),
+            inference_compiler=self.recording_compiler(boxed_nop, "inference"),
+            partition_fn=self.recording_partition(min_cut_rematerialization_partition),
+            keep_inference_input_mutations=True,
+        )
         return backend(gm, example_inputs)
 
     def collect(self, report: dict, dynamo_graph_modules=()) -> None:
@@ -103,8 +123,9 @@ class AotCollector(Collector):
                         node.setdefault("marks", {})["saved"] = node["name"] in saved
                 elif graph["compile_id"] == part["compile_id"] and graph["kind"] == "backward":
                     for node in graph["nodes"]:
-                        node.setdefault("marks", {})["recomputed"] = (node["op"] == "call_function"
-                                                                      and node["name"] in recomputed)
+                        node.setdefault("marks", {})["recomputed"] = (
+                            node["op"] == "call_function" and node["name"] in recomputed
+                        )
         section["graphs"] = self.graphs
         section["partitions"] = self.partitions
         section["decompositions"] = self._decompositions()
@@ -123,8 +144,10 @@ class AotCollector(Collector):
         for graph in self.graphs:
             if graph["kind"] == "joint":
                 continue
-            entry = out.setdefault(compile_key(graph["compile_id"]), {"compile_id": graph["compile_id"], "map": {},
-                                                         "histogram_after": {}, "histogram_after_backward": {}})
+            entry = out.setdefault(
+                compile_key(graph["compile_id"]),
+                {"compile_id": graph["compile_id"], "map": {}, "histogram_after": {}, "histogram_after_backward": {}},
+            )
             hist = entry["histogram_after_backward" if graph["kind"] == "backward" else "histogram_after"]
             for op, count in graph["ops"].items():
                 hist[op] = hist.get(op, 0) + count
@@ -148,6 +171,7 @@ def functionalize_graph(gm, example_inputs, user_file: str, compile_id: str) -> 
 
     def run(*inputs):  # node by node, so each ATen node inherits its Dynamo node's stack trace (the user's line)
         return torch.fx.Interpreter(gm).run(*inputs)
+
     with fake_mode or contextlib.nullcontext(), torch.fx.traceback.preserve_node_meta():
         before_gm = make_fx(run)(*args)
         after_gm = make_fx(torch.func.functionalize(run, remove="mutations_and_views"))(*args)
@@ -172,14 +196,23 @@ def functionalize_graph(gm, example_inputs, user_file: str, compile_id: str) -> 
             node["marks"] = {"input_mutation": is_writeback}
             if is_writeback:
                 input_mutations.append({"node": node["name"], "input": node["args"][0]})
-    remaining = [n["target"] for n in after["nodes"] if n["op"] == "call_function"
-                 and _mutation_kind(n["target"]) == "in-place" and not n["marks"]["input_mutation"]]
-    return {"compile_id": compile_id, "before": before, "after": after, "rewritten": list(rewritten.values()),
-            "input_mutations": input_mutations, "remaining_inplace": remaining}
+    remaining = [
+        n["target"]
+        for n in after["nodes"]
+        if n["op"] == "call_function" and _mutation_kind(n["target"]) == "in-place" and not n["marks"]["input_mutation"]
+    ]
+    return {
+        "compile_id": compile_id,
+        "before": before,
+        "after": after,
+        "rewritten": list(rewritten.values()),
+        "input_mutations": input_mutations,
+        "remaining_inplace": remaining,
+    }
 
 
 def _mutation_kind(target: str) -> str | None:
-    """"in-place" for mutating ATen ops (add_, copy_), "view" for view ops, else None."""
+    """ "in-place" for mutating ATen ops (add_, copy_), "view" for view ops, else None."""
     if not target.startswith("aten."):
         return None
     try:
@@ -194,4 +227,3 @@ def _mutation_kind(target: str) -> str | None:
     if any(a.alias_info is not None and not a.alias_info.is_write for a in schema.returns):
         return "view"
     return None
-

@@ -4,6 +4,7 @@ A collector ``install()``s its hooks before the recorded compile and ``collect(r
 Every use of a private torch API goes through ``ctx.guard(name)``: if the hook is missing or breaks on this torch
 version, the report gets a named entry under "unavailable" and the job carries on.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,8 +38,13 @@ class Context:
             self.unavailable.append({"name": name, "reason": reason[:500]})
 
     def error(self, stage: str, exc: BaseException) -> None:
-        self.errors.append({"stage": stage, "message": f"{type(exc).__name__}: {exc}",
-                            "traceback": "".join(traceback.format_exception(exc))[-4000:]})
+        self.errors.append(
+            {
+                "stage": stage,
+                "message": f"{type(exc).__name__}: {exc}",
+                "traceback": "".join(traceback.format_exception(exc))[-4000:],
+            }
+        )
 
 
 class Collector:

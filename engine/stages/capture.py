@@ -62,8 +62,9 @@ class CaptureStage(Stage):
         try:
             with watch:
                 # Numbered calls: each recompile names the input set (example_inputs[i]) that triggered it.
-                capture_ms, outs, grads = workload.compared_step(dynamo.numbered_calls(compiled, inst.inputs), inst,
-                                                                 cudagraph_steps=cudagraph_steps)
+                capture_ms, outs, grads = workload.compared_step(
+                    dynamo.numbered_calls(compiled, inst.inputs), inst, cudagraph_steps=cudagraph_steps
+                )
         except Exception as exc:
             from engine.usercode import compile_failure
 

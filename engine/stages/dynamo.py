@@ -6,6 +6,7 @@ count, recompile reasons (JSON: one string or a list, one per rejected cache ent
 that became dynamic; the "recompiles" artifact names the function; ``register_bytecode_hook`` gives original and
 transformed bytecode, decompiled by depyf where it can. Each reader of the log is declared below (logtap.PARSERS).
 """
+
 from __future__ import annotations
 
 import dis
@@ -54,9 +55,15 @@ class DynamoCollector(Collector):
     def _on_bytecode(self, code, new_code) -> None:
         if not self.ctx.recording:
             return
-        entry = {"compile_id": current_compile_id(), "name": code.co_name, "file": code.co_filename,
-                 "line": code.co_firstlineno, "original": _dis(code), "transformed": _dis(new_code),
-                 "decompiled": None}
+        entry = {
+            "compile_id": current_compile_id(),
+            "name": code.co_name,
+            "file": code.co_filename,
+            "line": code.co_firstlineno,
+            "original": _dis(code),
+            "transformed": _dis(new_code),
+            "decompiled": None,
+        }
         try:
             import depyf
         except ImportError:
@@ -74,8 +81,14 @@ class DynamoCollector(Collector):
         tags = self.ctx.tap.tags
 
         def call(*args, **kwargs):
-            tags["call_index"] = next((i for i, inputs in enumerate(inputs_list) if len(inputs) == len(args) and
-                                       all(a is b for a, b in zip(inputs, args))), None)
+            tags["call_index"] = next(
+                (
+                    i
+                    for i, inputs in enumerate(inputs_list)
+                    if len(inputs) == len(args) and all(a is b for a, b in zip(inputs, args))
+                ),
+                None,
+            )
             try:
                 return fn(*args, **kwargs)
             finally:
@@ -103,8 +116,9 @@ class DynamoCollector(Collector):
             "op_count": sum(sum(g["ops"].values()) for g in self.graphs),
         }
         if not section["graph_breaks"] and logtap.read(tap, "dynamo.graph_breaks_log"):
-            self.ctx.mark_unavailable("dynamo.graph_break_reason_trace",
-                                      "the structured trace had no graph-break artifact on this torch")
+            self.ctx.mark_unavailable(
+                "dynamo.graph_break_reason_trace", "the structured trace had no graph-break artifact on this torch"
+            )
 
 
 def _dis(code) -> str:
@@ -135,9 +149,19 @@ def parse_graph_breaks(events: list[dict], user_file: str) -> list[dict]:
             merged[key]["count"] += 1
             merged[key]["compile_ids"].append(e["compile_id"])
             continue
-        merged[key] = {"reason": title, "explanation": explanation, "hints": hints, "doc_url": link,
-                       "file": file, "line": line, "code": frame.get("code"), "count": 1,
-                       "compile_ids": [e["compile_id"]], "user_stack": in_user or user_stack, "text": text[:6000]}
+        merged[key] = {
+            "reason": title,
+            "explanation": explanation,
+            "hints": hints,
+            "doc_url": link,
+            "file": file,
+            "line": line,
+            "code": frame.get("code"),
+            "count": 1,
+            "compile_ids": [e["compile_id"]],
+            "user_stack": in_user or user_stack,
+            "text": text[:6000],
+        }
     return list(merged.values())
 
 
@@ -148,14 +172,21 @@ def _break_details(text: str) -> tuple[str, str, list[str], str | None]:
     hints = [ln.removeprefix("Hint:").strip() for ln in lines if ln.startswith("Hint:")]
     link = next((ln.rsplit(" ", 1)[-1] for ln in lines if "please visit:" in ln), None)
     # The headline is the first line after the generic "Encountered graph break ..." preamble.
-    candidates = [ln for ln in lines if ln and not ln.startswith(("Encountered graph break", "Explanation:",
-                                                                   "Hint:", "Developer debug", "For more details"))]
+    candidates = [
+        ln
+        for ln in lines
+        if ln
+        and not ln.startswith(
+            ("Encountered graph break", "Explanation:", "Hint:", "Developer debug", "For more details")
+        )
+    ]
     title = candidates[0] if candidates else (lines[0] if lines else "graph break")
     return title, explanation, hints, link
 
 
-def parse_recompiles(trace_events: list[dict], log_records: list[dict], symbol_events: list[dict] = (),
-                     user_file: str = "") -> list[dict]:
+def parse_recompiles(
+    trace_events: list[dict], log_records: list[dict], symbol_events: list[dict] = (), user_file: str = ""
+) -> list[dict]:
     """Recompile reasons, one entry per new compile id: [{compile_id, failed_guards, reasons, reason, call_index,
     dynamic_dims, text, function?, where?}] (docs/report-schema.md). ``trace_events`` are the recompile_reasons
     artifacts (their payload is JSON: one reason or a list of them), ``log_records`` the "recompiles" log (the
@@ -165,10 +196,16 @@ def parse_recompiles(trace_events: list[dict], log_records: list[dict], symbol_e
     for e in trace_events:
         data = e["data"] if "data" in e else _json_or_text(e["payload"])
         blocks = data if isinstance(data, list) else [data] if data else []
-        out.append({"compile_id": e["compile_id"], "call_index": e.get("call_index"),
-                    "failed_guards": [_failed_guard(str(b), user_file) for b in blocks if str(b).strip()]})
-    functions = {compile_key(r["compile_id"]): re.search(r"Recompiling function (\S+) in (\S+)", r["text"])
-                 for r in log_records}
+        out.append(
+            {
+                "compile_id": e["compile_id"],
+                "call_index": e.get("call_index"),
+                "failed_guards": [_failed_guard(str(b), user_file) for b in blocks if str(b).strip()],
+            }
+        )
+    functions = {
+        compile_key(r["compile_id"]): re.search(r"Recompiling function (\S+) in (\S+)", r["text"]) for r in log_records
+    }
     if not out:  # no recompile_reasons artifact in the trace: the reasons from the log text
         for r in log_records:
             guards = [_failed_guard(b, user_file) for b in _log_reason_blocks(r["text"])]
@@ -178,8 +215,9 @@ def parse_recompiles(trace_events: list[dict], log_records: list[dict], symbol_e
         match = functions.get(compile_key(entry["compile_id"]))
         if match:
             entry["function"], entry["where"] = match[1], match[2]
-        entry["reasons"] = [f"{g['compile_id']}: {g['guard']}" if g["compile_id"] else g["guard"]
-                            for g in entry["failed_guards"]]
+        entry["reasons"] = [
+            f"{g['compile_id']}: {g['guard']}" if g["compile_id"] else g["guard"] for g in entry["failed_guards"]
+        ]
         entry["reason"] = "; ".join(entry["reasons"])
         entry["dynamic_dims"] = [_dynamic_dim(s) for s in newly_dynamic.get(compile_key(entry["compile_id"]), [])]
         entry["text"] = _recompile_words(entry)
@@ -191,8 +229,10 @@ def _newly_dynamic(symbol_events: list[dict]) -> dict[tuple, list[dict]]:
     frame (a dimension made dynamic stays so: later recompiles create its symbol again)."""
     seen: dict[tuple, set] = {}
     out: dict[tuple, list[dict]] = {}
-    for event in sorted((e for e in symbol_events if CompileId.parse(e["compile_id"]) and e["metadata"]),
-                        key=lambda e: CompileId.parse(e["compile_id"])):
+    for event in sorted(
+        (e for e in symbol_events if CompileId.parse(e["compile_id"]) and e["metadata"]),
+        key=lambda e: CompileId.parse(e["compile_id"]),
+    ):
         cid = CompileId.parse(event["compile_id"])
         frame = (cid.compiled_autograd_id, cid.frame_id)
         source = event["metadata"].get("source")
@@ -235,11 +275,17 @@ def _failed_guard(block: str, user_file: str) -> dict:
     guard = match["guard"] if match and cid else first
     guard, _, comment = guard.partition("  #")
     location = comment.rsplit("#", 1)[-1].strip() if "#" in comment else None
-    frames = [{"file": m["file"], "line": int(m["line"]), "func": m["func"], "code": m["code"].strip()}
-              for m in _FRAME.finditer(rest)]
+    frames = [
+        {"file": m["file"], "line": int(m["line"]), "func": m["func"], "code": m["code"].strip()}
+        for m in _FRAME.finditer(rest)
+    ]
     in_user = [f for f in frames if is_user_file(f["file"], user_file)] if user_file else frames
-    return {"compile_id": str(cid) if cid else None, "guard": guard.strip(), "location": location,
-            "user_line": (in_user or frames or [None])[-1]}
+    return {
+        "compile_id": str(cid) if cid else None,
+        "guard": guard.strip(),
+        "location": location,
+        "user_line": (in_user or frames or [None])[-1],
+    }
 
 
 def _dynamic_dim(event: dict) -> dict:
@@ -252,9 +298,11 @@ def _dynamic_dim(event: dict) -> dict:
         subject = f"{what} {dim['dim']} of {_source_name(dim['base'])}"
     else:
         subject = f"The value of {_source_name(source)}"
-    text = (f"{subject} became dynamic (symbol {symbol}, {value} in this call): it changed since the previous "
-            "compile, so Dynamo compiled this graph for any value (automatic dynamic shapes) and later calls that "
-            "differ only there reuse it")
+    text = (
+        f"{subject} became dynamic (symbol {symbol}, {value} in this call): it changed since the previous "
+        "compile, so Dynamo compiled this graph for any value (automatic dynamic shapes) and later calls that "
+        "differ only there reuse it"
+    )
     return {"symbol": symbol, "source": source, "value": value, "text": text}
 
 
@@ -264,11 +312,17 @@ def _source_name(source: str) -> str:
 
 
 def _recompile_words(entry: dict) -> str:
-    call = f"the call on example_inputs[{entry['call_index']}]" if entry.get("call_index") is not None \
-        else "a later call"
+    call = (
+        f"the call on example_inputs[{entry['call_index']}]" if entry.get("call_index") is not None else "a later call"
+    )
     function = f" {entry['function']}" if entry.get("function") else ""
-    failed = "; ".join(f"compile {g['compile_id']} rejected it: {g['guard']}" if g["compile_id"] else g["guard"]
-                       for g in entry["failed_guards"]) or "torch recorded no reason"
+    failed = (
+        "; ".join(
+            f"compile {g['compile_id']} rejected it: {g['guard']}" if g["compile_id"] else g["guard"]
+            for g in entry["failed_guards"]
+        )
+        or "torch recorded no reason"
+    )
     words = f"Recompiled{function} for {call} (compile {entry['compile_id']}): {failed}."
     for dim in entry["dynamic_dims"]:
         words += f" {dim['text']}."
@@ -276,29 +330,49 @@ def _recompile_words(entry: dict) -> str:
 
 
 def _guards(log) -> list[dict]:
-    counts = {compile_key(e["compile_id"]): (e["metadata"] or {}).get("guard_count")
-              for e in log.events("compilation_metrics")}
-    guards = [{"compile_id": e["compile_id"], "text": e["payload"]}
-              for e in log.events("dynamo_cpp_guards_str") if e["payload"]]
+    counts = {
+        compile_key(e["compile_id"]): (e["metadata"] or {}).get("guard_count")
+        for e in log.events("compilation_metrics")
+    }
+    guards = [
+        {"compile_id": e["compile_id"], "text": e["payload"]}
+        for e in log.events("dynamo_cpp_guards_str")
+        if e["payload"]
+    ]
     if not guards:  # older torch: only the TORCH_LOGS "guards" artifact
-        guards = [{"compile_id": a["compile_id"], "text": a["text"]}
-                  for a in log.artifact_texts("guards") if "GUARDS" in a["text"] or "+-" in a["text"]]
+        guards = [
+            {"compile_id": a["compile_id"], "text": a["text"]}
+            for a in log.artifact_texts("guards")
+            if "GUARDS" in a["text"] or "+-" in a["text"]
+        ]
     for guard in guards:
         guard["count"] = counts.get(compile_key(guard["compile_id"]))
     return guards
 
 
-logtap.declare("dynamo.graph_code", trace=("dynamo_output_graph",),
-               read=lambda log: {compile_key(e["compile_id"]): e["payload"]
-                                 for e in log.events("dynamo_output_graph") if e["payload"]})
-logtap.declare("dynamo.graph_breaks", trace=("artifact:dynamo_graph_break_reason",),
-               read=lambda log, user_file: parse_graph_breaks(log.events("artifact:dynamo_graph_break_reason"),
-                                                              user_file))
+logtap.declare(
+    "dynamo.graph_code",
+    trace=("dynamo_output_graph",),
+    read=lambda log: {
+        compile_key(e["compile_id"]): e["payload"] for e in log.events("dynamo_output_graph") if e["payload"]
+    },
+)
+logtap.declare(
+    "dynamo.graph_breaks",
+    trace=("artifact:dynamo_graph_break_reason",),
+    read=lambda log, user_file: parse_graph_breaks(log.events("artifact:dynamo_graph_break_reason"), user_file),
+)
 # Only to tell "this torch's trace has no graph-break artifact" from "no graph break".
 logtap.declare("dynamo.graph_breaks_log", logs=("graph_breaks",), read=lambda log: log.artifact_texts("graph_breaks"))
-logtap.declare("dynamo.guards", trace=("dynamo_cpp_guards_str", "compilation_metrics"), logs=("guards",),
-               read=_guards)
-logtap.declare("dynamo.recompiles", trace=("artifact:recompile_reasons", "create_symbol"), logs=("recompiles",),
-               read=lambda log, user_file="": parse_recompiles(log.events("artifact:recompile_reasons"),
-                                                               log.artifact_texts("recompiles"),
-                                                               log.events("create_symbol"), user_file))
+logtap.declare("dynamo.guards", trace=("dynamo_cpp_guards_str", "compilation_metrics"), logs=("guards",), read=_guards)
+logtap.declare(
+    "dynamo.recompiles",
+    trace=("artifact:recompile_reasons", "create_symbol"),
+    logs=("recompiles",),
+    read=lambda log, user_file="": parse_recompiles(
+        log.events("artifact:recompile_reasons"),
+        log.artifact_texts("recompiles"),
+        log.events("create_symbol"),
+        user_file,
+    ),
+)

@@ -7,6 +7,7 @@ Kernel -> post-grad nodes comes from Triton's source-node comments, else from th
 scheduler nodes that write them; nodes -> user lines from the post-grad graph. Graph caches are off during the
 recorded compile, so none of this is hidden by a cache hit (kernel binaries may still be reused).
 """
+
 from __future__ import annotations
 
 import re
@@ -21,20 +22,37 @@ from engine.stages.base import Collector
 
 _KERNEL_DEF = re.compile(
     r"^(?P<name>\w+) = async_compile\.(?P<kind>triton|cpp_pybinding|cpp|cuda|halide)\((?P<head>[^\n]*?)"
-    r"r?'''(?P<source>.*?)'''", re.S | re.M)
-_SOURCE_NODES = re.compile(r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\]]*)\], Original ATen: "
-                           r"\[(?P<aten>[^\]]*)\]")
+    r"r?'''(?P<source>.*?)'''",
+    re.S | re.M,
+)
+_SOURCE_NODES = re.compile(
+    r"# Topologically Sorted Source Nodes: \[(?P<nodes>[^\]]*)\], Original ATen: "
+    r"\[(?P<aten>[^\]]*)\]"
+)
 _AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
 _FUSING = re.compile(r"^fusing (?P<a>\S+) with (?P<b>\S+)$")
 _NOT_FUSING = re.compile(r"^cannot fuse (?P<a>\S+) with (?P<b>\S+): (?P<reason>.+)$")
 _NUM_GB = re.compile(r"'kernel_num_gb': (?P<gb>[0-9.e-]+)")
 # Buffer sizes in the wrapper: "buf0 = empty_strided_cpu((1024, 1024), (1024, 1), torch.float32)" and the graph
 # inputs' "assert_size_stride(arg0_1, (1024, 1024), (1024, 1))" (dtype from the post-grad graph's placeholders).
-_BUFFER = re.compile(r"^\s*(?P<name>\w+) = empty_strided\w*\(\((?P<size>[^)]*)\), \([^)]*\), torch\.(?P<dtype>\w+)",
-                     re.M)
+_BUFFER = re.compile(
+    r"^\s*(?P<name>\w+) = empty_strided\w*\(\((?P<size>[^)]*)\), \([^)]*\), torch\.(?P<dtype>\w+)", re.M
+)
 _INPUT_SIZE = re.compile(r"assert_size_stride\((?P<name>\w+), \((?P<size>[^)]*)\)")
-_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
-             "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
+_ITEMSIZE = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "complex64": 8,
+    "complex128": 16,
+}
 # A kernel's parameters (Triton "def k(in_ptr0, out_ptr0, ...)", C++ "kernel(const float* in_ptr0, ...)"):
 # Inductor names the buffers a kernel writes out_ptrN / in_out_ptrN.
 _PARAMS = re.compile(r"(?:def \w+|void\s+kernel)\((?P<params>[^)]*)\)")
@@ -91,8 +109,7 @@ class InductorCollector(Collector):
         def wrapper(gm, example_inputs, *args, **kwargs):
             if on_inductor:
                 on_inductor()
-            kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") \
-                else "forward"
+            kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"
             previous = self.current_kind
             self.current_kind = kind
             self.ctx.tap.tags["graph_kind"] = kind
@@ -108,15 +125,19 @@ class InductorCollector(Collector):
         """The user's lines behind a kernel: those of the post-grad nodes it was fused from."""
         wanted = set(kernel["source_nodes"])
         for graph in self.post_grad:
-            if compile_key(graph["compile_id"]) == compile_key(kernel["compile_id"]) and graph["kind"] == kernel["graph_kind"]:
+            if (
+                compile_key(graph["compile_id"]) == compile_key(kernel["compile_id"])
+                and graph["kind"] == kernel["graph_kind"]
+            ):
                 return _user_lines_of([n for n in graph["nodes"] if n["name"] in wanted])
         return []
 
     def record_post_grad(self, graph: torch.fx.Graph) -> None:
         if not self.ctx.recording:
             return
-        data = serialize_graph(graph, self.ctx.user_file, compile_id=current_compile_id(),
-                               kind=self.current_kind or "inference")
+        data = serialize_graph(
+            graph, self.ctx.user_file, compile_id=current_compile_id(), kind=self.current_kind or "inference"
+        )
         data["ops"] = op_histogram(data["nodes"])
         self.post_grad.append(data)
 
@@ -131,15 +152,17 @@ class InductorCollector(Collector):
             for node in nodes:
                 origins = getattr(getattr(node, "node", None), "origins", None) or []
                 writes = [o.get_name() for o in node.get_outputs()] if hasattr(node, "get_outputs") else []
-                entry["nodes"][node.get_name()] = {"type": type(node).__name__, "writes": writes,
-                                                   "origins": sorted(o.name for o in origins)}
+                entry["nodes"][node.get_name()] = {
+                    "type": type(node).__name__,
+                    "writes": writes,
+                    "origins": sorted(o.name for o in origins),
+                }
         return nodes
 
     def _record_post_fusion(self, nodes):
         if self.ctx.recording:
             entry = self._scheduler_entry()
-            entry["groups"] = [{"name": n.get_name(), "members": [m.get_name() for m in n.get_nodes()]}
-                               for n in nodes]
+            entry["groups"] = [{"name": n.get_name(), "members": [m.get_name() for m in n.get_nodes()]} for n in nodes]
         return nodes
 
     def collect(self, report: dict) -> None:
@@ -148,30 +171,50 @@ class InductorCollector(Collector):
         tap = self.ctx.tap
         section = report[self.section]
         outputs = logtap.read(tap, "inductor.output_code")
-        section["output_code"] = [{"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]}
-                                  for o in outputs]
+        section["output_code"] = [
+            {"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]} for o in outputs
+        ]
         section["kernels"] = [k for o in outputs for k in parse_kernels(o, self.ctx.user_file)]
-        input_dtypes = {(compile_key(g["compile_id"]), g["kind"], n["name"]): n.get("dtype") for g in self.post_grad
-                        for n in g["nodes"] if n["op"] == "placeholder"}
+        input_dtypes = {
+            (compile_key(g["compile_id"]), g["kind"], n["name"]): n.get("dtype")
+            for g in self.post_grad
+            for n in g["nodes"]
+            if n["op"] == "placeholder"
+        }
         for output in outputs:
-            estimate_kernel_bytes([k for k in section["kernels"] if k["compile_id"] == output["compile_id"]
-                                   and k["graph_kind"] == output["kind"]], output, input_dtypes)
+            estimate_kernel_bytes(
+                [
+                    k
+                    for k in section["kernels"]
+                    if k["compile_id"] == output["compile_id"] and k["graph_kind"] == output["kind"]
+                ],
+                output,
+                input_dtypes,
+            )
         for kernel in section["kernels"]:
             if not kernel["source_nodes"]:  # no source-node comment (CPU kernels, some Triton reductions)
                 sched = self.scheduler.get((compile_key(kernel["compile_id"]), kernel["graph_kind"]), {"nodes": {}})
                 kernel["source_nodes"] = nodes_from_buffer_writes(kernel, sched["nodes"])
                 kernel["provenance"] = "buffer writes" if kernel["source_nodes"] else None
-        targets = {(compile_key(g["compile_id"]), g["kind"], n["name"]): n["target"]
-                   for g in self.post_grad for n in g["nodes"]}
+        targets = {
+            (compile_key(g["compile_id"]), g["kind"], n["name"]): n["target"]
+            for g in self.post_grad
+            for n in g["nodes"]
+        }
         for kernel in section["kernels"]:
             if not kernel["aten_ops"]:
-                ops = (targets.get((compile_key(kernel["compile_id"]), kernel["graph_kind"], n))
-                       for n in kernel["source_nodes"])
+                ops = (
+                    targets.get((compile_key(kernel["compile_id"]), kernel["graph_kind"], n))
+                    for n in kernel["source_nodes"]
+                )
                 kernel["aten_ops"] = list(dict.fromkeys(short_op(t) for t in ops if t))
             if not kernel["source_lines"]:
                 kernel["source_lines"] = self._user_lines(kernel)
-        kernel_of = {(compile_key(k["compile_id"]), k["graph_kind"], n): k["name"] for k in section["kernels"]
-                     for n in k["source_nodes"]}
+        kernel_of = {
+            (compile_key(k["compile_id"]), k["graph_kind"], n): k["name"]
+            for k in section["kernels"]
+            for n in k["source_nodes"]
+        }
         for graph in self.post_grad:
             for node in graph["nodes"]:
                 kernel = kernel_of.get((compile_key(graph["compile_id"]), graph["kind"], node["name"]))
@@ -180,9 +223,11 @@ class InductorCollector(Collector):
         section.update(logtap.read(tap, "inductor.ir"))
         section["fusion_decisions"] = logtap.read(tap, "inductor.fusion", scheduler=self.scheduler)
         section["scheduler"] = [{"kind": kind, **entry} for (_, kind), entry in self.scheduler.items()]
-        section["metrics"] = {"kernel_count": len(section["kernels"]),
-                              "generated_kernel_count": getattr(metrics, "generated_kernel_count", None),
-                              "num_bytes_accessed": getattr(metrics, "num_bytes_accessed", None)}
+        section["metrics"] = {
+            "kernel_count": len(section["kernels"]),
+            "generated_kernel_count": getattr(metrics, "generated_kernel_count", None),
+            "num_bytes_accessed": getattr(metrics, "num_bytes_accessed", None),
+        }
         section["library_calls"] = [call for o in outputs for call in library_calls(o)]
         section["perf_hints"] = logtap.read(tap, "inductor.perf_hints")
         if not outputs:
@@ -222,8 +267,15 @@ def group_output_code(trace: list[dict]) -> list[dict]:
     for event in trace:
         if event["event"] == "inductor_output_code" and event["payload"]:
             kind = _AOT_ID.search(event["payload"])
-            outputs.append({"compile_id": event["compile_id"], "kind": kind["kind"] if kind else "inference",
-                            "code": event["payload"], "node_mappings": {}, "stack_traces": {}})
+            outputs.append(
+                {
+                    "compile_id": event["compile_id"],
+                    "kind": kind["kind"] if kind else "inference",
+                    "code": event["payload"],
+                    "node_mappings": {},
+                    "stack_traces": {},
+                }
+            )
         elif event["event"].startswith("artifact:inductor_provenance_tracking") and outputs and event["payload"]:
             data = event.get("data")  # decoded by the log tap, which counts a payload that is not JSON
             if not isinstance(data, dict):
@@ -234,8 +286,11 @@ def group_output_code(trace: list[dict]) -> list[dict]:
 
 
 # A call to a library kernel from the output code's call(): "extern_kernels.mm(", "torch.ops.aten.sort.default(".
-_LIBRARY_CALL = re.compile(r"^\s*(?:[\w, ]+= )?(?P<name>extern_kernels\.\w+|torch\.ops\.aten\.\w+(?:\.\w+)?|"
-                           r"aten\.\w+(?:\.\w+)?)\(", re.M)
+_LIBRARY_CALL = re.compile(
+    r"^\s*(?:[\w, ]+= )?(?P<name>extern_kernels\.\w+|torch\.ops\.aten\.\w+(?:\.\w+)?|"
+    r"aten\.\w+(?:\.\w+)?)\(",
+    re.M,
+)
 
 
 def kernel_count(code: str) -> int:
@@ -251,8 +306,10 @@ def library_calls(output: dict) -> list[dict]:
     for match in _LIBRARY_CALL.finditer(code):
         name = match["name"].removeprefix("torch.ops.")
         counts[name] = counts.get(name, 0) + 1
-    return [{"compile_id": output["compile_id"], "graph_kind": output["kind"], "name": name, "count": count}
-            for name, count in sorted(counts.items())]
+    return [
+        {"compile_id": output["compile_id"], "graph_kind": output["kind"], "name": name, "count": count}
+        for name, count in sorted(counts.items())
+    ]
 
 
 def parse_kernels(output: dict, user_file: str) -> list[dict]:
@@ -277,17 +334,26 @@ def parse_kernels(output: dict, user_file: str) -> list[dict]:
         call_args = [a.strip() for a in calls["args"].split(",")] if calls else []
         params = _PARAMS.search(source)
         param_names = [p.split()[-1].strip("*&") for p in params["params"].split(",") if p.strip()] if params else []
-        kernels.append({
-            "name": name, "language": _LANGUAGE[match["kind"]], "compile_id": output["compile_id"],
-            "graph_kind": output["kind"], "source": source.strip("\n"), "source_nodes": source_nodes,
-            "aten_ops": aten_ops, "source_lines": [lines[k] for k in sorted(lines)],
-            "bytes_accessed": int(float(gb["gb"]) * 1e9) if gb else None,
-            "bytes_source": "inductor" if gb else None,
-            "args": call_args,
-            "provenance": "source-node comment" if comment else ("provenance tracking" if name in to_post else None),
-            # Buffers the kernel writes (non-const pointer arguments at its call site), for the fallback below.
-            "writes": [a for a, p in zip(call_args, param_names) if p.startswith(("out_ptr", "in_out_ptr"))],
-        })
+        kernels.append(
+            {
+                "name": name,
+                "language": _LANGUAGE[match["kind"]],
+                "compile_id": output["compile_id"],
+                "graph_kind": output["kind"],
+                "source": source.strip("\n"),
+                "source_nodes": source_nodes,
+                "aten_ops": aten_ops,
+                "source_lines": [lines[k] for k in sorted(lines)],
+                "bytes_accessed": int(float(gb["gb"]) * 1e9) if gb else None,
+                "bytes_source": "inductor" if gb else None,
+                "args": call_args,
+                "provenance": "source-node comment"
+                if comment
+                else ("provenance tracking" if name in to_post else None),
+                # Buffers the kernel writes (non-const pointer arguments at its call site), for the fallback below.
+                "writes": [a for a, p in zip(call_args, param_names) if p.startswith(("out_ptr", "in_out_ptr"))],
+            }
+        )
     return kernels
 
 
@@ -295,8 +361,9 @@ def parse_fusion_log(records: list[dict], scheduler: dict) -> list[dict]:
     """Fusion log lines -> [{action: fused|not_fused, first, second, reason, first_ops, second_ops, count}]."""
     decisions: dict[tuple, dict] = {}
     for record in records:
-        key_sched = scheduler.get((compile_key(record["compile_id"]), record.get("graph_kind") or "inference"),
-                                  {"nodes": {}})
+        key_sched = scheduler.get(
+            (compile_key(record["compile_id"]), record.get("graph_kind") or "inference"), {"nodes": {}}
+        )
         for line in record["text"].splitlines():
             line = line.strip()
             fused, not_fused = _FUSING.match(line), _NOT_FUSING.match(line)
@@ -309,20 +376,26 @@ def parse_fusion_log(records: list[dict], scheduler: dict) -> list[dict]:
             if key in decisions:
                 decisions[key]["count"] += 1
                 continue
-            decisions[key] = {"compile_id": record["compile_id"], "kind": record.get("graph_kind"), "action": action,
-                              "first": match["a"], "second": match["b"], "reason": reason, "count": 1,
-                              "first_ops": _origins(match["a"], key_sched["nodes"]),
-                              "second_ops": _origins(match["b"], key_sched["nodes"])}
+            decisions[key] = {
+                "compile_id": record["compile_id"],
+                "kind": record.get("graph_kind"),
+                "action": action,
+                "first": match["a"],
+                "second": match["b"],
+                "reason": reason,
+                "count": 1,
+                "first_ops": _origins(match["a"], key_sched["nodes"]),
+                "second_ops": _origins(match["b"], key_sched["nodes"]),
+            }
     return list(decisions.values())
 
 
 def _origins(fused_name: str, nodes: dict) -> list[str]:
-    """"op0_op1" -> the post-grad nodes behind op0 and op1."""
+    """ "op0_op1" -> the post-grad nodes behind op0 and op1."""
     out = []
     for part in re.findall(r"op\d+", fused_name):
         out.extend(o for o in nodes.get(part, {}).get("origins", []) if o not in out)
     return out
-
 
 
 def nodes_from_buffer_writes(kernel: dict, scheduler_nodes: dict) -> list[str]:
@@ -369,14 +442,31 @@ def estimate_kernel_bytes(kernels: list[dict], output: dict, input_dtypes: dict)
             kernel["bytes_accessed"], kernel["bytes_source"] = total, "estimate: buffer sizes"
 
 
-logtap.declare("inductor.output_code", trace=("inductor_output_code", "artifact:inductor_provenance_tracking_node_mappings",
-                                              "artifact:inductor_provenance_tracking_kernel_stack_traces"),
-               read=lambda log: group_output_code(log.trace))
-logtap.declare("inductor.ir", logs=("ir_pre_fusion", "ir_post_fusion"),
-               read=lambda log: {name: [{"compile_id": a["compile_id"], "kind": a.get("graph_kind"), "text": a["text"]}
-                                        for a in log.artifact_texts(name)]
-                                 for name in ("ir_pre_fusion", "ir_post_fusion")})
-logtap.declare("inductor.fusion", logs=("fusion",),
-               read=lambda log, scheduler: parse_fusion_log(log.artifact_texts("fusion"), scheduler))
-logtap.declare("inductor.perf_hints", logs=("perf_hints",),
-               read=lambda log: [a["text"] for a in log.artifact_texts("perf_hints")])
+logtap.declare(
+    "inductor.output_code",
+    trace=(
+        "inductor_output_code",
+        "artifact:inductor_provenance_tracking_node_mappings",
+        "artifact:inductor_provenance_tracking_kernel_stack_traces",
+    ),
+    read=lambda log: group_output_code(log.trace),
+)
+logtap.declare(
+    "inductor.ir",
+    logs=("ir_pre_fusion", "ir_post_fusion"),
+    read=lambda log: {
+        name: [
+            {"compile_id": a["compile_id"], "kind": a.get("graph_kind"), "text": a["text"]}
+            for a in log.artifact_texts(name)
+        ]
+        for name in ("ir_pre_fusion", "ir_post_fusion")
+    },
+)
+logtap.declare(
+    "inductor.fusion",
+    logs=("fusion",),
+    read=lambda log, scheduler: parse_fusion_log(log.artifact_texts("fusion"), scheduler),
+)
+logtap.declare(
+    "inductor.perf_hints", logs=("perf_hints",), read=lambda log: [a["text"] for a in log.artifact_texts("perf_hints")]
+)

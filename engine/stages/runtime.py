@@ -6,6 +6,7 @@ tolerances, an fp64 fallback, eager against itself first), and the first stage t
 matches a user's loop: N back-to-back steps between one pair of timestamps (CUDA events on GPU), in rounds
 interleaved across configs, median of rounds with its spread; a speedup says whether the spread decides it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -43,8 +44,9 @@ class RuntimeCollector(Collector):
         if outputs:  # Inductor compiled: its caches (graph, AOTAutograd, kernels) are what a warm compile reuses
             with self.ctx.guard("runtime.compile_cache"):
                 kernels = sum(kernel_count(o["code"]) for o in outputs)
-                section["compile_cache"] = {"cold": {"seconds": section["compile_seconds"],
-                                                     "caches": cold_caches(kernels)}}
+                section["compile_cache"] = {
+                    "cold": {"seconds": section["compile_seconds"], "caches": cold_caches(kernels)}
+                }
         if not metrics["forward"]:
             self.ctx.mark_unavailable("runtime.compilation_metrics", "no compilation_metrics event in the trace")
 
@@ -56,19 +58,27 @@ def compile_seconds(forward: list[dict], backward: list[dict], runtime: list[dic
     is its own time minus the next one's. The backward compiles lazily at the first .backward(), under its own
     metrics entry (backward > inductor > codegen): one stage. ``other`` is compile work outside both: Triton
     autotuning at the first run (compilation_metrics_runtime)."""
+
     def total(entries, key):
         return sum(float(m.get(key) or 0.0) for m in entries)
 
     frame, backend = total(forward, "entire_frame_compile_time_s"), total(forward, "backend_compile_time_s")
     inductor, codegen = total(forward, "inductor_compile_time_s"), total(forward, "code_gen_time_s")
-    backward_s = sum(float(m.get("backward_cumulative_compile_time_us") or 0) / 1e6 or
-                     float(m.get("inductor_compile_time_s") or 0.0) for m in backward)
+    backward_s = sum(
+        float(m.get("backward_cumulative_compile_time_us") or 0) / 1e6 or float(m.get("inductor_compile_time_s") or 0.0)
+        for m in backward
+    )
     other = total(runtime, "runtime_triton_autotune_time_us") / 1e6
     # Each stage's own time; a stage torch timed longer than the one containing it (clock or nesting drift) is
     # clamped at 0 and the overlap counted once, so the stages still add up.
-    stages = {"codegen": codegen, "inductor": max(0.0, inductor - codegen),
-              "aot_autograd": max(0.0, backend - max(inductor, codegen)),
-              "dynamo": max(0.0, frame - max(backend, inductor, codegen)), "backward": backward_s, "other": other}
+    stages = {
+        "codegen": codegen,
+        "inductor": max(0.0, inductor - codegen),
+        "aot_autograd": max(0.0, backend - max(inductor, codegen)),
+        "dynamo": max(0.0, frame - max(backend, inductor, codegen)),
+        "backward": backward_s,
+        "other": other,
+    }
     rounded = {key: round(float(value), 4) for key, value in stages.items()}
     ordered = {key: rounded[key] for key in ("dynamo", "aot_autograd", "inductor", "codegen", "backward", "other")}
     ordered["total"] = round(sum(ordered.values()), 4)
@@ -76,10 +86,27 @@ def compile_seconds(forward: list[dict], backward: list[dict], runtime: list[dic
 
 
 def _metrics_summary(m: dict) -> dict:
-    keep = ("compile_id", "frame_key", "co_name", "co_filename", "co_firstlineno", "cache_size", "graph_op_count",
-            "graph_node_count", "entire_frame_compile_time_s", "backend_compile_time_s", "inductor_compile_time_s",
-            "code_gen_time_s", "fail_type", "fail_reason", "cudagraph_skip_reason", "guard_count",
-            "restart_reasons", "dynamo_time_before_restart_s", "has_guarded_code")
+    keep = (
+        "compile_id",
+        "frame_key",
+        "co_name",
+        "co_filename",
+        "co_firstlineno",
+        "cache_size",
+        "graph_op_count",
+        "graph_node_count",
+        "entire_frame_compile_time_s",
+        "backend_compile_time_s",
+        "inductor_compile_time_s",
+        "code_gen_time_s",
+        "fail_type",
+        "fail_reason",
+        "cudagraph_skip_reason",
+        "guard_count",
+        "restart_reasons",
+        "dynamo_time_before_restart_s",
+        "has_guarded_code",
+    )
     return {k: m.get(k) for k in keep if k in m}
 
 
@@ -112,13 +139,25 @@ def timeline(events: list[dict], log=None) -> list[dict]:
         elif p.get("ph") == "E" and open_spans.get(key):
             begin, level = open_spans[key].pop()
             depth[tid] = max(0, depth.get(tid, 1) - 1)
-            spans.append({"name": p["name"], "compile_id": canonical((begin.get("args") or {}).get("compile_id")),
-                          "start_ms": round((begin["ts"] - origin) / 1000, 3),
-                          "dur_ms": round((p["ts"] - begin["ts"]) / 1000, 3), "depth": level})
+            spans.append(
+                {
+                    "name": p["name"],
+                    "compile_id": canonical((begin.get("args") or {}).get("compile_id")),
+                    "start_ms": round((begin["ts"] - origin) / 1000, 3),
+                    "dur_ms": round((p["ts"] - begin["ts"]) / 1000, 3),
+                    "depth": level,
+                }
+            )
         elif p.get("ph") == "X":
-            spans.append({"name": p.get("name"), "compile_id": canonical((p.get("args") or {}).get("compile_id")),
-                          "start_ms": round((p["ts"] - origin) / 1000, 3),
-                          "dur_ms": round(p.get("dur", 0) / 1000, 3), "depth": depth.get(tid, 0)})
+            spans.append(
+                {
+                    "name": p.get("name"),
+                    "compile_id": canonical((p.get("args") or {}).get("compile_id")),
+                    "start_ms": round((p["ts"] - origin) / 1000, 3),
+                    "dur_ms": round(p.get("dur", 0) / 1000, 3),
+                    "depth": depth.get(tid, 0),
+                }
+            )
     return sorted(spans, key=lambda s: (s["start_ms"], s["depth"]))
 
 
@@ -145,8 +184,9 @@ GRAD_TOLERANCE_FACTOR = 10.0
 STAGE_OF_BACKEND = {"eager": "dynamo", "aot_eager": "aot_autograd", "inductor": "inductor"}
 STAGE_WORDS = {"dynamo": "Dynamo (graph capture)", "aot_autograd": "AOTAutograd", "inductor": "Inductor"}
 _CUDAGRAPH_LOGS = ("cudagraphs", "perf_hints")  # the artifacts where Inductor says why it skipped CUDA graphs
-_RECORDING = re.compile(r"\] (?P<kind>Re-recording|Recording) function=(?P<func>\S+?),(?:.*?reason=(?P<reason>.*))?",
-                        re.S)
+_RECORDING = re.compile(
+    r"\] (?P<kind>Re-recording|Recording) function=(?P<func>\S+?),(?:.*?reason=(?P<reason>.*))?", re.S
+)
 
 
 def seed_everything(seed: int = SEED) -> None:
@@ -175,7 +215,8 @@ class Workload:
         try:
             copy.deepcopy(model)
             self.model_state = "deepcopy per rung" + (
-                "" if isinstance(model, torch.nn.Module) else " (a function: its globals and closures are shared)")
+                "" if isinstance(model, torch.nn.Module) else " (a function: its globals and closures are shared)"
+            )
         except Exception as exc:  # noqa: BLE001 - any object the user made may refuse to be copied
             self.copyable = False
             self.model_state = f"shared: the model cannot be deep-copied ({type(exc).__name__}: {exc})"[:300]
@@ -183,8 +224,11 @@ class Workload:
     def fresh(self) -> Instance:
         model = copy.deepcopy(self.pristine) if self.copyable else self.pristine
         inputs = [pytree.tree_map_only(torch.Tensor, _fresh_tensor, args) for args in self.pristine_inputs]
-        params = ([(n, p) for n, p in model.named_parameters() if p.requires_grad]
-                  if isinstance(model, torch.nn.Module) else [])
+        params = (
+            [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+            if isinstance(model, torch.nn.Module)
+            else []
+        )
         return Instance(model, inputs, params)
 
     def grad_mode(self):
@@ -229,8 +273,10 @@ class Workload:
         if isinstance(inst.model, torch.nn.Module):
             inst.model.double()
             inst.params = [(n, p) for n, p in inst.model.named_parameters() if p.requires_grad]
-        inst.inputs = [pytree.tree_map_only(torch.Tensor, lambda t: t.double() if t.is_floating_point() else t, a)
-                       for a in inst.inputs]
+        inst.inputs = [
+            pytree.tree_map_only(torch.Tensor, lambda t: t.double() if t.is_floating_point() else t, a)
+            for a in inst.inputs
+        ]
         _, outs, grads = self.compared_step(inst.model, inst)
         return outs, grads
 
@@ -283,12 +329,21 @@ def compare(actual: list, expected: list, float64: list | None, *, gradients: bo
     of ``expected`` plus tol/10)."""
     abs_err, rel_err = max_errors(actual, expected)
     tol = max((tolerance(e.dtype, gradients) for e in expected), default=0.0)
-    result = {"verdict": "match", "max_abs_error": abs_err, "max_rel_error": rel_err, "atol": tol, "rtol": tol,
-              "fp64_checked": False, "reason": None}
+    result = {
+        "verdict": "match",
+        "max_abs_error": abs_err,
+        "max_rel_error": rel_err,
+        "atol": tol,
+        "rtol": tol,
+        "fp64_checked": False,
+        "reason": None,
+    }
     if abs_err is None:
         n_a, n_e = len(actual), len(expected)
-        result.update(verdict="mismatch", reason=f"{n_a} tensors against eager's {n_e}" if n_a != n_e else
-                      "a tensor's shape differs from eager's")
+        result.update(
+            verdict="mismatch",
+            reason=f"{n_a} tensors against eager's {n_e}" if n_a != n_e else "a tensor's shape differs from eager's",
+        )
         return result
     failed = []
     for i, (a, e) in enumerate(zip(actual, expected)):
@@ -314,8 +369,10 @@ def compare(actual: list, expected: list, float64: list | None, *, gradients: bo
         else:
             failed.append(f"tensor {i}: beyond atol=rtol={t:g}")
     if failed:
-        result.update(verdict="mismatch", reason="; ".join(failed[:3]) + (f" (+{len(failed) - 3} more)"
-                                                                          if len(failed) > 3 else ""))
+        result.update(
+            verdict="mismatch",
+            reason="; ".join(failed[:3]) + (f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""),
+        )
     return result
 
 
@@ -335,9 +392,13 @@ class Reference:
         other = workload.fresh()
         _, outs3, _ = workload.compared_step(other.model, other, seed=SEED + 1)
         self.uses_rng = len(outs3) != len(self.outs) or any(
-            a.shape != b.shape or not torch.equal(a, b) for a, b in zip(outs3, self.outs))
-        self.repeat = {"verdict": repeat["verdict"], "max_abs_error": repeat["max_abs_error"],
-                       "uses_rng": self.uses_rng}
+            a.shape != b.shape or not torch.equal(a, b) for a, b in zip(outs3, self.outs)
+        )
+        self.repeat = {
+            "verdict": repeat["verdict"],
+            "max_abs_error": repeat["max_abs_error"],
+            "uses_rng": self.uses_rng,
+        }
         self._float64 = None
 
     def float64(self):
@@ -356,16 +417,23 @@ class Reference:
         if self.workload.train:
             names = sorted(self.grads)
             if sorted(grads) != names:
-                g = {"verdict": "mismatch", "max_abs_error": None, "max_rel_error": None, "atol": None,
-                     "rtol": None, "fp64_checked": False,
-                     "reason": f"gradients for {len(grads)} parameters where eager has {len(names)}"}
+                g = {
+                    "verdict": "mismatch",
+                    "max_abs_error": None,
+                    "max_rel_error": None,
+                    "atol": None,
+                    "rtol": None,
+                    "fp64_checked": False,
+                    "reason": f"gradients for {len(grads)} parameters where eager has {len(names)}",
+                }
             else:
                 actual, expected = [grads[n] for n in names], [self.grads[n] for n in names]
                 g = compare(actual, expected, None, gradients=True)
                 if g["verdict"] == "mismatch" and use_fp64 and g["max_abs_error"] is not None:
                     g64 = self.float64()[1]
-                    g = compare(actual, expected, [g64[n] for n in names] if sorted(g64) == names else None,
-                                gradients=True)
+                    g = compare(
+                        actual, expected, [g64[n] for n in names] if sorted(g64) == names else None, gradients=True
+                    )
             result["gradients"] = g
             if g["verdict"] == "mismatch" and result["verdict"] == "match":
                 result.update(verdict="mismatch", reason="gradients: " + (g["reason"] or "mismatch"))
@@ -388,13 +456,19 @@ def rung_verdict(rung_result: dict, reference: Reference, backend: str | None) -
     """A rung's correctness: nondeterministic when eager disagrees with itself, or when an Inductor rung of a model
     that draws random numbers differs (Inductor generates its own: fallback_random is off)."""
     if not reference.deterministic:
-        return {**rung_result, "verdict": "nondeterministic",
-                "reason": "plain eager gives different results from the same state and seed: nothing to compare with"}
+        return {
+            **rung_result,
+            "verdict": "nondeterministic",
+            "reason": "plain eager gives different results from the same state and seed: nothing to compare with",
+        }
     if rung_result["verdict"] == "mismatch" and reference.uses_rng and backend == "inductor":
-        return {**rung_result, "verdict": "nondeterministic",
-                "reason": "the model draws random numbers and Inductor generates its own "
-                          "(torch._inductor.config.fallback_random is off), so values cannot match eager's; "
-                          + (rung_result.get("reason") or "")}
+        return {
+            **rung_result,
+            "verdict": "nondeterministic",
+            "reason": "the model draws random numbers and Inductor generates its own "
+            "(torch._inductor.config.fallback_random is off), so values cannot match eager's; "
+            + (rung_result.get("reason") or ""),
+        }
     return rung_result
 
 
@@ -406,11 +480,17 @@ def first_divergent_stage(entries: list[dict], reference: Reference) -> dict:
         verdict = (e.get("correctness") or {}).get("verdict")
         if stage and verdict:
             ladder.append({"config": e["config"], "stage": stage, "verdict": verdict})
-    out = {"first_divergent_stage": None, "deterministic": reference.deterministic,
-           "uses_rng": reference.uses_rng, "ladder": ladder}
+    out = {
+        "first_divergent_stage": None,
+        "deterministic": reference.deterministic,
+        "uses_rng": reference.uses_rng,
+        "ladder": ladder,
+    }
     if not reference.deterministic:
-        out["text"] = ("Plain eager gives different results when run twice from the same state and seed: the model "
-                       "is nondeterministic, so no compiled result can be judged against it.")
+        out["text"] = (
+            "Plain eager gives different results when run twice from the same state and seed: the model "
+            "is nondeterministic, so no compiled result can be judged against it."
+        )
         return out
     agreed = ["eager"]
     order = ("dynamo", "aot_autograd", "inductor")
@@ -420,18 +500,29 @@ def first_divergent_stage(entries: list[dict], reference: Reference) -> dict:
         if bad:
             entry = next(e for e in entries if e["config"] == bad["config"])
             c = entry["correctness"]
-            skipped = [STAGE_WORDS[s] for s in order[:order.index(stage)] if not any(r["stage"] == s for r in ladder)]
+            skipped = [STAGE_WORDS[s] for s in order[: order.index(stage)] if not any(r["stage"] == s for r in ladder)]
             out["first_divergent_stage"] = stage
-            errors = (f"max abs error {c['max_abs_error']:.3g} > atol {c['atol']:.3g}"
-                      if c.get("max_abs_error") is not None and c.get("atol") is not None else c.get("reason"))
-            out["text"] = (f"{', '.join(agreed)} agree; {bad['config']} differs ({errors}): the divergence starts in "
-                           f"{STAGE_WORDS[stage]}." + (f" ({' and '.join(skipped)} not run: the divergence may start "
-                                                      f"there; add its rung to tell.)" if skipped else ""))
+            errors = (
+                f"max abs error {c['max_abs_error']:.3g} > atol {c['atol']:.3g}"
+                if c.get("max_abs_error") is not None and c.get("atol") is not None
+                else c.get("reason")
+            )
+            out["text"] = (
+                f"{', '.join(agreed)} agree; {bad['config']} differs ({errors}): the divergence starts in "
+                f"{STAGE_WORDS[stage]}."
+                + (
+                    f" ({' and '.join(skipped)} not run: the divergence may start there; add its rung to tell.)"
+                    if skipped
+                    else ""
+                )
+            )
             return out
         agreed += [r["config"] for r in rungs if r["verdict"] == "match"]
     undecided = [r["config"] for r in ladder if r["verdict"] == "nondeterministic"]
-    out["text"] = (f"Every compiled config matches plain eager within tolerance ({', '.join(agreed[1:]) or 'none run'})."
-                   + (f" Not judged: {', '.join(undecided)} (random numbers drawn by Inductor)." if undecided else ""))
+    out["text"] = (
+        f"Every compiled config matches plain eager within tolerance ({', '.join(agreed[1:]) or 'none run'})."
+        + (f" Not judged: {', '.join(undecided)} (random numbers drawn by Inductor)." if undecided else "")
+    )
     return out
 
 
@@ -443,7 +534,7 @@ def median_interval(values: list[float], coverage: float = MEDIAN_COVERAGE) -> t
     n, alpha = len(xs), (1 - coverage) / 2
     k, below = 0, 0.0
     for j in range(n):
-        below += math.comb(n, j) / 2 ** n
+        below += math.comb(n, j) / 2**n
         if below > alpha:
             break
         k = j + 1
@@ -462,11 +553,20 @@ def speedup(eager_rounds: list[float], rounds: list[float]) -> dict:
     verdict = None
     if decided:
         verdict = "faster" if low > 1 + SAME_BAND else "slower" if high < 1 - SAME_BAND else "same"
-    text = (f"{value:.2f}x {'faster' if verdict == 'faster' else 'slower' if verdict == 'slower' else 'no measurable difference'}"
-            f" ({low:.2f}-{high:.2f})" if decided else
-            f"not decided: measurements too noisy ({low:.2f}-{high:.2f}x over {len(ratios)} rounds)")
-    return {"value": round(value, 4), "low": round(low, 4), "high": round(high, 4), "decided": decided,
-            "verdict": verdict, "text": text}
+    text = (
+        f"{value:.2f}x {'faster' if verdict == 'faster' else 'slower' if verdict == 'slower' else 'no measurable difference'}"
+        f" ({low:.2f}-{high:.2f})"
+        if decided
+        else f"not decided: measurements too noisy ({low:.2f}-{high:.2f}x over {len(ratios)} rounds)"
+    )
+    return {
+        "value": round(value, 4),
+        "low": round(low, 4),
+        "high": round(high, 4),
+        "decided": decided,
+        "verdict": verdict,
+        "text": text,
+    }
 
 
 def _quantile(values, q):
@@ -484,9 +584,10 @@ def machine_load() -> list[float] | None:
 def load_summary(before, after) -> dict:
     cores = os.cpu_count() or 1
     busy = any(avg and avg[0] > cores for avg in (before, after))
-    text = (f"load {before[0] if before else '?'} -> {after[0] if after else '?'} (1-minute average) on {cores} "
-            f"cores" + (": the machine was busy while timing, figures are noisier than on a quiet machine"
-                        if busy else ""))
+    text = (
+        f"load {before[0] if before else '?'} -> {after[0] if after else '?'} (1-minute average) on {cores} "
+        f"cores" + (": the machine was busy while timing, figures are noisier than on a quiet machine" if busy else "")
+    )
     return {"loadavg_before": before, "loadavg_after": after, "cpu_count": cores, "busy": busy, "text": text}
 
 
@@ -506,8 +607,11 @@ def memory_bandwidth(device: str) -> dict:
         best = min(best, time.perf_counter() - t0)
     nbytes = 2 * src.numel() * src.element_size()
     del src, dst
-    return {"bytes_per_s": nbytes / best, "device": device,
-            "method": f"copy of a {nbytes // 2 >> 20} MiB float32 tensor, best of 6, read + write bytes counted"}
+    return {
+        "bytes_per_s": nbytes / best,
+        "device": device,
+        "method": f"copy of a {nbytes // 2 >> 20} MiB float32 tensor, best of 6, read + write bytes counted",
+    }
 
 
 class CudagraphWatch:
@@ -534,8 +638,9 @@ class CudagraphWatch:
     def __exit__(self, *exc):
         self.logger.removeHandler(self.handler)
         self.logger.setLevel(self.level)
-        self.texts += [a["text"] for log in _CUDAGRAPH_LOGS
-                       for a in self.ctx.tap.artifact_texts(log)[self.logs_before[log]:]]
+        self.texts += [
+            a["text"] for log in _CUDAGRAPH_LOGS for a in self.ctx.tap.artifact_texts(log)[self.logs_before[log] :]
+        ]
         self.skips += _cudagraph_skips() - self.skips_before
 
     def status(self, device: str, config_name: str) -> dict:
@@ -559,18 +664,26 @@ def cudagraph_status(device: str, config_name: str, texts: list[str], skips: int
     if config.mode != "reduce-overhead":
         return {"status": "not_requested"}
     if device != "cuda":
-        return {"status": "not_applicable",
-                "reason": "CUDA graphs exist only on CUDA devices: on the CPU mode=\"reduce-overhead\" runs the same "
-                          "code as mode=\"default\"."}
+        return {
+            "status": "not_applicable",
+            "reason": 'CUDA graphs exist only on CUDA devices: on the CPU mode="reduce-overhead" runs the same '
+            'code as mode="default".',
+        }
     recordings = [m for m in (_RECORDING.search(x) for x in messages) if m]
     rerecords = [m for m in recordings if m["kind"] == "Re-recording"]
-    counts = {"recordings": sum(1 for m in recordings if m["kind"] == "Recording"), "rerecords": len(rerecords),
-              "rerecord_reasons": list(dict.fromkeys((m["reason"] or "").strip()[:500] for m in rerecords))[:10]}
+    counts = {
+        "recordings": sum(1 for m in recordings if m["kind"] == "Recording"),
+        "rerecords": len(rerecords),
+        "rerecord_reasons": list(dict.fromkeys((m["reason"] or "").strip()[:500] for m in rerecords))[:10],
+    }
     reasons = [t.strip()[:1000] for t in texts if "skipping cudagraphs" in t.lower()]
     reasons += [m.strip()[:1000] for m in messages if "skipping cudagraph" in m.lower()]
     if reasons or skips:
-        return {"status": "skipped", **counts,
-                "reason": "; ".join(dict.fromkeys(reasons)) or f"{skips} cudagraph skip(s)"}
+        return {
+            "status": "skipped",
+            **counts,
+            "reason": "; ".join(dict.fromkeys(reasons)) or f"{skips} cudagraph skip(s)",
+        }
     reason = "the compiled graphs were recorded and replayed as CUDA graphs"
     if counts["rerecords"]:
         reason += f"; {counts['rerecords']} re-recorded: " + "; ".join(counts["rerecord_reasons"][:3])
@@ -591,14 +704,17 @@ def warm_up(workload: Workload, rung: Rung) -> float:
     start = time.perf_counter()
     times = []
     with workload.grad_mode():
-        while (len(times) < 3 or (time.perf_counter() - start < 0.2 and len(times) < 200)
-               or (len(times) < 10 and min(times) < 0.02)):
+        while (
+            len(times) < 3
+            or (time.perf_counter() - start < 0.2 and len(times) < 200)
+            or (len(times) < 10 and min(times) < 0.02)
+        ):
             t0 = time.perf_counter()
             workload.step(rung.fn, rung.inst, cudagraph_steps=rung.cudagraph_steps)
             workload.sync()
             times.append(time.perf_counter() - t0)
     rung.entry["warmup_reps"] = len(times)
-    return min(times[len(times) // 2:])
+    return min(times[len(times) // 2 :])
 
 
 def time_round(workload: Workload, rung: Rung) -> float:
@@ -639,8 +755,12 @@ def latency(workload: Workload, rung: Rung, step_s: float) -> dict:
             if len(times) >= MIN_LATENCY_REPS and t0 - start > ROUND_CAP * LATENCY_SECONDS:
                 break
     reps = len(times)
-    return {"latency_ms": round(statistics.median(times), 4), "latency_p10_ms": round(_quantile(times, 0.1), 4),
-            "latency_p90_ms": round(_quantile(times, 0.9), 4), "latency_reps": reps}
+    return {
+        "latency_ms": round(statistics.median(times), 4),
+        "latency_p10_ms": round(_quantile(times, 0.1), 4),
+        "latency_p90_ms": round(_quantile(times, 0.9), 4),
+        "latency_reps": reps,
+    }
 
 
 def gpu_busy_ms(workload: Workload, rung: Rung) -> float:
@@ -692,8 +812,15 @@ def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidt
         kernel = next((k for k in by_name if e.key == k or e.key.endswith("_" + k)), None)
         if self_us <= 0 or not (kernel or e.key.startswith("aten::") or device == "cuda"):
             continue
-        rows.append({"name": e.key, "kernel": kernel, "generated": kernel is not None,
-                     "calls": int(e.count) // PROFILE_STEPS, "total_ms": self_us / 1000 / PROFILE_STEPS})
+        rows.append(
+            {
+                "name": e.key,
+                "kernel": kernel,
+                "generated": kernel is not None,
+                "calls": int(e.count) // PROFILE_STEPS,
+                "total_ms": self_us / 1000 / PROFILE_STEPS,
+            }
+        )
     step_ms = rung.entry.get("median_ms") or profiled_step_ms
     raw_ms = sum(r["total_ms"] for r in rows)
     # The profiler slows what it watches (most on the CPU, where it wraps every op): when the kernels' sum would
@@ -704,10 +831,14 @@ def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidt
         k = by_name.get(r["kernel"]) or {}
         r["bytes_per_call"] = k.get("bytes_accessed")
         r["bytes_source"] = k.get("bytes_source") if k.get("bytes_accessed") else None
-        r["bandwidth_bytes_per_s"] = (r["bytes_per_call"] * max(r["calls"], 1) / (r["total_ms"] / 1e3)
-                                      if r["bytes_per_call"] and r["total_ms"] > 0 else None)
-        r["roofline_share"] = (r["bandwidth_bytes_per_s"] / bandwidth
-                               if r["bandwidth_bytes_per_s"] and bandwidth else None)
+        r["bandwidth_bytes_per_s"] = (
+            r["bytes_per_call"] * max(r["calls"], 1) / (r["total_ms"] / 1e3)
+            if r["bytes_per_call"] and r["total_ms"] > 0
+            else None
+        )
+        r["roofline_share"] = (
+            r["bandwidth_bytes_per_s"] / bandwidth if r["bandwidth_bytes_per_s"] and bandwidth else None
+        )
     kernel_ms = raw_ms * scaled_by
     total = kernel_ms or 1.0
     for r in rows:
@@ -715,21 +846,32 @@ def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidt
     generated_ms = sum(r["total_ms"] for r in rows if r["generated"])
     host_ms = max(0.0, step_ms - kernel_ms)
     where = "on the GPU" if device == "cuda" else "inside kernels and library calls"
-    text = (f"Of a {step_ms:.4g} ms step, {kernel_ms:.4g} ms is spent {where} ({generated_ms:.4g} ms in generated "
-            f"kernels) and {host_ms:.4g} ms ({host_ms / step_ms:.0%}) is host overhead: Python, guards, "
-            f"{'kernel launches' if device == 'cuda' else 'calls into kernels'} and allocations.")
+    text = (
+        f"Of a {step_ms:.4g} ms step, {kernel_ms:.4g} ms is spent {where} ({generated_ms:.4g} ms in generated "
+        f"kernels) and {host_ms:.4g} ms ({host_ms / step_ms:.0%}) is host overhead: Python, guards, "
+        f"{'kernel launches' if device == 'cuda' else 'calls into kernels'} and allocations."
+    )
     if scaled_by < 1:
-        text += (f" Under the profiler a step took {profiled_step_ms:.4g} ms; kernel times are scaled by "
-                 f"{scaled_by:.2f} to remove that overhead.")
-    summary = {"profiled_steps": PROFILE_STEPS, "step_ms": round(step_ms, 4),
-               "profiled_step_ms": round(profiled_step_ms, 4), "kernel_ms": round(kernel_ms, 4),
-               "generated_ms": round(generated_ms, 4), "host_overhead_ms": round(host_ms, 4),
-               "host_overhead_share": round(host_ms / step_ms, 4) if step_ms else None,
-               "scaled_by": round(scaled_by, 4), "text": text}
+        text += (
+            f" Under the profiler a step took {profiled_step_ms:.4g} ms; kernel times are scaled by "
+            f"{scaled_by:.2f} to remove that overhead."
+        )
+    summary = {
+        "profiled_steps": PROFILE_STEPS,
+        "step_ms": round(step_ms, 4),
+        "profiled_step_ms": round(profiled_step_ms, 4),
+        "kernel_ms": round(kernel_ms, 4),
+        "generated_ms": round(generated_ms, 4),
+        "host_overhead_ms": round(host_ms, 4),
+        "host_overhead_share": round(host_ms / step_ms, 4) if step_ms else None,
+        "scaled_by": round(scaled_by, 4),
+        "text": text,
+    }
     return sorted(rows, key=lambda r: -r["total_ms"])[:50], summary
 
 
 # --- the pipeline stages: the eager reference, then the ladder --------------------------------------------------
+
 
 class ReferenceStage(Stage):
     """Plain eager from the state as loaded and the seed (twice, and once with another seed): the yardstick of
@@ -741,18 +883,25 @@ class ReferenceStage(Stage):
         state = job.state
         program = state.program
         rt = job.report["runtime"]
-        rt["mode"] = {"kind": "training" if program.train else "inference", "grad_enabled": bool(program.train),
-                      "reason": program.train_reason}
+        rt["mode"] = {
+            "kind": "training" if program.train else "inference",
+            "grad_enabled": bool(program.train),
+            "reason": program.train_reason,
+        }
         t0 = job.begin("eager")
         try:
             state.reference = Reference(state.workload)
         except Exception as exc:
             from engine.usercode import user_failure
 
-            raise user_failure(exc, state.ctx.user_file,
-                               "running the model in eager mode (before any compile)") from None
-        rt["reference"] = {"seed": SEED, "model_state": state.workload.model_state,
-                           "eager_repeat": state.reference.repeat}
+            raise user_failure(
+                exc, state.ctx.user_file, "running the model in eager mode (before any compile)"
+            ) from None
+        rt["reference"] = {
+            "seed": SEED,
+            "model_state": state.workload.model_state,
+            "eager_repeat": state.reference.repeat,
+        }
         job.end("eager", t0)
 
 
@@ -796,9 +945,18 @@ class LadderStage(Stage):
                 with ctx.guard(f"runtime.gpu_busy.{rung.name}"):
                     entry["gpu_busy_ms"] = round(gpu_busy_ms(workload, rung), 4)
             if eager and eager.rounds_ms:
-                entry["speedup"] = (speedup(eager.rounds_ms, rung.rounds_ms) if rung is not eager else
-                                    {"value": 1.0, "low": 1.0, "high": 1.0, "decided": True, "verdict": "same",
-                                     "text": "the baseline"})
+                entry["speedup"] = (
+                    speedup(eager.rounds_ms, rung.rounds_ms)
+                    if rung is not eager
+                    else {
+                        "value": 1.0,
+                        "low": 1.0,
+                        "high": 1.0,
+                        "decided": True,
+                        "verdict": "same",
+                        "text": "the baseline",
+                    }
+                )
                 entry["speedup_vs_eager"] = entry["speedup"]["value"]
         for name, entry in entries.items():  # the recorded config has a watch even when it is not benchmarked
             entry["cudagraphs"] = state.watches[name].status(device, name)
@@ -806,15 +964,20 @@ class LadderStage(Stage):
 
         rt["benchmarks"] = [entries[n] for n in configs if n in entries]
         rt["correctness"] = first_divergent_stage(rt["benchmarks"], reference)
-        rt["cudagraphs"] = next((b["cudagraphs"] for b in rt["benchmarks"]
-                                 if b["cudagraphs"]["status"] != "not_requested"), {"status": "not_requested"})
+        rt["cudagraphs"] = next(
+            (b["cudagraphs"] for b in rt["benchmarks"] if b["cudagraphs"]["status"] != "not_requested"),
+            {"status": "not_requested"},
+        )
         recorded = next((r for r in rungs if r.name == target.name and r.entry["status"] == "ok"), None)
         if recorded and target.backend == "inductor":
             t0 = job.begin("profile")
             with ctx.guard("runtime.kernel_profile"):
                 rt["kernel_profile"], rt["kernel_profile_summary"] = kernel_profile(
-                    workload, recorded, job.report["inductor"]["kernels"],
-                    (rt.get("memory_bandwidth") or {}).get("bytes_per_s"))
+                    workload,
+                    recorded,
+                    job.report["inductor"]["kernels"],
+                    (rt.get("memory_bandwidth") or {}).get("bytes_per_s"),
+                )
             job.end("profile", t0)
 
     def prepare(self, name: str, state, entries: dict) -> Rung | None:
@@ -822,8 +985,14 @@ class LadderStage(Stage):
         ctx, workload, reference = state.ctx, state.workload, state.reference
         config = CONFIGS[name]
         cudagraph_steps = config.mode == "reduce-overhead" and ctx.device == "cuda"
-        entry = entries[name] = {"config": name, "label": config.label, "backend": config.backend,
-                                 "mode": config.mode, "status": "ok", "error": None}
+        entry = entries[name] = {
+            "config": name,
+            "label": config.label,
+            "backend": config.backend,
+            "mode": config.mode,
+            "status": "ok",
+            "error": None,
+        }
         watch = state.watches.setdefault(name, CudagraphWatch(ctx))
         try:
             with watch:
@@ -841,12 +1010,22 @@ class LadderStage(Stage):
                 entry["first_call_ms"] = round(first_ms, 3)
                 if name == "eager":
                     verdict = "match" if reference.deterministic else "nondeterministic"
-                    correctness = {"verdict": verdict, "max_abs_error": 0.0, "max_rel_error": 0.0, "atol": None,
-                                   "rtol": None, "fp64_checked": False, "reason": "the reference itself"}
+                    correctness = {
+                        "verdict": verdict,
+                        "max_abs_error": 0.0,
+                        "max_rel_error": 0.0,
+                        "atol": None,
+                        "rtol": None,
+                        "fp64_checked": False,
+                        "reason": "the reference itself",
+                    }
                 else:
                     correctness = rung_verdict(reference.judge(outs, grads), reference, config.backend)
                 entry["correctness"] = correctness
-                entry["max_abs_error"], entry["max_rel_error"] = correctness["max_abs_error"], correctness["max_rel_error"]
+                entry["max_abs_error"], entry["max_rel_error"] = (
+                    correctness["max_abs_error"],
+                    correctness["max_rel_error"],
+                )
                 if workload.train:
                     g = correctness.get("gradients") or {"max_abs_error": 0.0, "max_rel_error": 0.0}
                     entry["grad_max_abs_error"], entry["grad_max_rel_error"] = g["max_abs_error"], g["max_rel_error"]
@@ -863,8 +1042,9 @@ class LadderStage(Stage):
         eager_step_s = next((r.step_s for r in rungs if r.name == "eager"), 0.0)
         rounds = ROUNDS_SLOW if eager_step_s > SLOW_STEP_S else ROUNDS
         for rung in rungs:
-            rung.steps_per_round = int(min(MAX_STEPS_PER_ROUND,
-                                           max(1, round(ROUND_SECONDS[workload.device] / max(rung.step_s, 1e-7)))))
+            rung.steps_per_round = int(
+                min(MAX_STEPS_PER_ROUND, max(1, round(ROUND_SECONDS[workload.device] / max(rung.step_s, 1e-7))))
+            )
         before = machine_load()
         alive = list(rungs)
         batch, done, started = rounds, 0, time.perf_counter()
@@ -879,40 +1059,67 @@ class LadderStage(Stage):
                         alive.remove(rung)
             done += batch
             eager = next((r for r in alive if r.name == "eager"), None)
-            undecided = eager and any(not speedup(eager.rounds_ms, r.rounds_ms)["decided"]
-                                      for r in alive if r is not eager)
-            if (not undecided or done + batch > MAX_ROUNDS
-                    or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]):
+            undecided = eager and any(
+                not speedup(eager.rounds_ms, r.rounds_ms)["decided"] for r in alive if r is not eager
+            )
+            if (
+                not undecided
+                or done + batch > MAX_ROUNDS
+                or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]
+            ):
                 break
         rounds = done
         rt["load"] = load_summary(before, machine_load())
         method = "cuda_events" if workload.device == "cuda" else "perf_counter"
-        rt["timing"] = {"method": method, "order": "interleaved", "rounds": rounds,
-                        "steps_per_round": {r.name: r.steps_per_round for r in rungs},
-                        "statistic": "median over rounds of the time per step of N back-to-back steps, p10-p90 "
-                                     "spread over rounds; speedups: median of paired rounds with a 90% confidence "
-                                     "interval of it",
-                        "latency": "each step timed alone (synchronize, step, synchronize): median, p10-p90",
-                        "step": "one call per example input set" + (", forward + backward" if workload.train
-                                                                     else ", under torch.no_grad()")}
+        rt["timing"] = {
+            "method": method,
+            "order": "interleaved",
+            "rounds": rounds,
+            "steps_per_round": {r.name: r.steps_per_round for r in rungs},
+            "statistic": "median over rounds of the time per step of N back-to-back steps, p10-p90 "
+            "spread over rounds; speedups: median of paired rounds with a 90% confidence "
+            "interval of it",
+            "latency": "each step timed alone (synchronize, step, synchronize): median, p10-p90",
+            "step": "one call per example input set"
+            + (", forward + backward" if workload.train else ", under torch.no_grad()"),
+        }
         for rung in alive:
             times = rung.rounds_ms
-            rung.entry.update(median_ms=round(statistics.median(times), 4), p10_ms=round(_quantile(times, 0.1), 4),
-                              p90_ms=round(_quantile(times, 0.9), 4), min_ms=round(min(times), 4),
-                              rounds=len(times), steps_per_round=rung.steps_per_round, method=method)
+            rung.entry.update(
+                median_ms=round(statistics.median(times), 4),
+                p10_ms=round(_quantile(times, 0.1), 4),
+                p90_ms=round(_quantile(times, 0.9), 4),
+                min_ms=round(min(times), 4),
+                rounds=len(times),
+                steps_per_round=rung.steps_per_round,
+                method=method,
+            )
 
 
-logtap.declare("runtime.compile_metrics",
-               trace=("compilation_metrics", "bwd_compilation_metrics", "compilation_metrics_runtime"),
-               read=lambda log: {kind: [e["metadata"] for e in log.events(event) if e["metadata"]]
-                                 for kind, event in (("forward", "compilation_metrics"),
-                                                     ("backward", "bwd_compilation_metrics"),
-                                                     ("runtime", "compilation_metrics_runtime"))})
-logtap.declare("runtime.timeline", trace=("chromium_event",),
-               read=lambda log: timeline([e for e in log.events("chromium_event") if e["payload"]], log))
+logtap.declare(
+    "runtime.compile_metrics",
+    trace=("compilation_metrics", "bwd_compilation_metrics", "compilation_metrics_runtime"),
+    read=lambda log: {
+        kind: [e["metadata"] for e in log.events(event) if e["metadata"]]
+        for kind, event in (
+            ("forward", "compilation_metrics"),
+            ("backward", "bwd_compilation_metrics"),
+            ("runtime", "compilation_metrics_runtime"),
+        )
+    },
+)
+logtap.declare(
+    "runtime.timeline",
+    trace=("chromium_event",),
+    read=lambda log: timeline([e for e in log.events("chromium_event") if e["payload"]], log),
+)
 # The benchmark ladder reads these after the recorded compile (benchmark_config): they stay on for its compiles.
-logtap.declare("runtime.cudagraphs", logs=_CUDAGRAPH_LOGS, after_capture=True,
-               read=lambda log: {name: log.artifact_texts(name) for name in _CUDAGRAPH_LOGS})
+logtap.declare(
+    "runtime.cudagraphs",
+    logs=_CUDAGRAPH_LOGS,
+    after_capture=True,
+    read=lambda log: {name: log.artifact_texts(name) for name in _CUDAGRAPH_LOGS},
+)
 
 
 # --- cold vs warm compile ----------------------------------------------------------------------------------
@@ -949,9 +1156,15 @@ def warm_compiles(job_dir: str, config_name: str, time_left_s: float) -> dict:
         path = os.path.join(job_dir, f"compile-{label}.json")
         started = time.monotonic()
         try:
-            proc = subprocess.run([sys.executable, "-m", "engine.warm", job_dir, config_name, path], cwd=job_dir,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True, timeout=budget)
+            proc = subprocess.run(
+                [sys.executable, "-m", "engine.warm", job_dir, config_name, path],
+                cwd=job_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=budget,
+            )
         except subprocess.TimeoutExpired:
             out[label] = {"status": "failed", "reason": f"did not finish within {budget:.0f} s"}
             break

@@ -1,4 +1,5 @@
 """Alembic environment: the URL comes from storage.db.migrate(), or from the environment (Settings) on the CLI."""
+
 from alembic import context
 
 from storage.config import Settings

@@ -1,5 +1,6 @@
 """A live pt2scope (werkzeug server thread + a real worker on the SQLite broker) for Playwright in Debian's
 Chromium. One site per session: both browser tests share its worker."""
+
 import glob
 import gzip
 import json
@@ -22,9 +23,12 @@ CHROMIUM = "/usr/bin/chromium"
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     assert os.path.exists(CHROMIUM), "browser tests need Debian's chromium: apt-get install -y chromium (.ci/run does)"
-    return {**browser_type_launch_args, "executable_path": CHROMIUM,
-            # Without these Chromium keeps calling Google's hosts, which this machine's closed network refuses.
-            "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]}
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        # Without these Chromium keeps calling Google's hosts, which this machine's closed network refuses.
+        "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    }
 
 
 @pytest.fixture(scope="session")
@@ -53,8 +57,12 @@ def site(tmp_path_factory):
 
 
 # Every real sample report (tests/fixtures/reports), the gallery examples and the large model among them.
-SAMPLE_REPORTS = tuple(sorted(os.path.basename(path).split(".")[0]
-                              for path in glob.glob(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "*.json*"))))
+SAMPLE_REPORTS = tuple(
+    sorted(
+        os.path.basename(path).split(".")[0]
+        for path in glob.glob(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "*.json*"))
+    )
+)
 
 
 def read_sample_report(name: str) -> dict:
@@ -76,12 +84,28 @@ def sample_runs(site) -> dict[str, str]:
         for name in SAMPLE_REPORTS:
             report = read_sample_report(name)
             request = report["request"]
-            run = runstore.create_run(session, runstore.Submission(
-                code=report["source"]["code"], filename=report["source"]["filename"], device=request["device"],
-                train=request.get("train"), configs=request["configs"]))
+            run = runstore.create_run(
+                session,
+                runstore.Submission(
+                    code=report["source"]["code"],
+                    filename=report["source"]["filename"],
+                    device=request["device"],
+                    train=request.get("train"),
+                    configs=request["configs"],
+                ),
+            )
             for stage in report["stages"]:
-                runstore.record_event(session, run.id, {"event": "stage", "stage": stage["name"], "state": "finished",
-                                                        "seconds": stage.get("seconds"), "config": stage.get("config")})
+                runstore.record_event(
+                    session,
+                    run.id,
+                    {
+                        "event": "stage",
+                        "stage": stage["name"],
+                        "state": "finished",
+                        "seconds": stage.get("seconds"),
+                        "config": stage.get("config"),
+                    },
+                )
             runstore.store_report(session, run.id, report)
             slugs[name] = run.slug
     return slugs

@@ -1,4 +1,5 @@
 """The graph-break example: the Dynamo tab lists both breaks, each linked to its line in the user's source."""
+
 import os
 import re
 
@@ -14,7 +15,7 @@ def _line_of(code: str, needle: str) -> int:
 def test_graph_break_example_shows_both_breaks_with_their_lines(site, page):
     with open(os.path.join(PROJECT_ROOT, "examples", "graph_break.py")) as f:
         code = f.read()
-    print_line, item_line = _line_of(code, "print(\"halfway\")"), _line_of(code, ".sum().item()")
+    print_line, item_line = _line_of(code, 'print("halfway")'), _line_of(code, ".sum().item()")
 
     page.goto(site.url + "/")
     page.get_by_role("link", name="graph_break", exact=True).click()

@@ -2,6 +2,7 @@
 along its edges to every node, Enter selects as a click does, Escape clears, a visible focus ring and a spoken
 description; closed module boxes open with Enter; presentation mode draws the canvas's text larger; and two
 relayouts that overlap both finish with the layout of the last."""
+
 import re
 
 from playwright.sync_api import expect
@@ -78,7 +79,9 @@ def test_every_node_is_reached_by_arrow_keys_and_enter_selects_as_a_click_does(s
         page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowDown")
     expect(card).to_have_attribute("data-focused", "mul")
-    expect(note).to_contain_text("mul: call_function mul, shape [1024,1024], float32, line 6; reads sin, cos; read by add")
+    expect(note).to_contain_text(
+        "mul: call_function mul, shape [1024,1024], float32, line 6; reads sin, cos; read by add"
+    )
     page.keyboard.press("Enter")
     expect(card).to_have_attribute("data-selected", "mul")
     expect(page).to_have_url(re.compile("#graph-dynamo-0/mul$"))

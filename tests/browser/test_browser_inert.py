@@ -1,6 +1,7 @@
 """Everything from a job is shown as text: a model whose strings, comments, output, error and file name carry
 `</script><script>alert(1)</script>` shows that text on every page and runs nothing (no dialog fires), and no
 page breaks the Content-Security-Policy."""
+
 import json
 import time
 import urllib.request
@@ -54,7 +55,9 @@ def _finished(site, run_id: str) -> dict:
 def test_a_hostile_model_is_shown_as_text_and_runs_nothing(site, page):
     dialogs, csp_violations = [], []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    page.on("console", lambda message: "Content Security Policy" in message.text and csp_violations.append(message.text))
+    page.on(
+        "console", lambda message: "Content Security Policy" in message.text and csp_violations.append(message.text)
+    )
     works, fails = _submit(site, WORKS), _submit(site, FAILS)
     assert _finished(site, works)["status"] == "succeeded"
     assert _finished(site, fails)["status"] == "failed"

@@ -1,6 +1,7 @@
 """The report views on real sample reports (tests/fixtures/reports), as a reader uses them: graphs drawn and
 clicked, links that open on a node, kernel or line, cross-highlighting, stage marks, charts, and the Dynamo views.
 Each test reads one or two pages of the shared site; none runs the engine."""
+
 import re
 
 from playwright.sync_api import expect
@@ -55,11 +56,13 @@ def test_a_node_link_opens_on_the_node_and_its_line_shows_every_stage(site, samp
     expect(box).to_contain_text("Dynamo nodes (5)")
     # A graph of another tab links to that tab (the tab of a graph id: static/js/contract.js, from contract/graphs.py).
     expect(box.locator("a.graph-link", has_text=re.compile("^Post-grad")).first).to_have_attribute(
-        "href", re.compile(r"/inductor#graph-postgrad-0$"))
+        "href", re.compile(r"/inductor#graph-postgrad-0$")
+    )
     for name in ("sin", "cos", "mul", "tanh", "add"):
         expect(box.locator("a.node-link", has_text=re.compile(f"^{name}$")).first).to_be_visible()
     expect(box.get_by_role("link", name=SEED_KERNEL)).to_have_attribute(
-        "href", re.compile(f"/inductor#kernel-{SEED_KERNEL}$"))
+        "href", re.compile(f"/inductor#kernel-{SEED_KERNEL}$")
+    )
     expect(graph).to_have_attribute("data-highlighted", "sin cos mul tanh add")
 
     box.get_by_role("link", name=SEED_KERNEL).click()  # across tabs: the kernel's page opens on it
@@ -116,7 +119,8 @@ def test_functionalization_and_decompositions(site, sample_runs, page):
 
     decompositions = page.locator("#aot-decompositions")
     gelu = decompositions.locator("table.decomposition-map tr").filter(
-        has=page.locator("td:first-child", has_text=re.compile(r"^aten\.gelu$")))
+        has=page.locator("td:first-child", has_text=re.compile(r"^aten\.gelu$"))
+    )
     expect(gelu).to_contain_text("aten.erf ×2")
     expect(gelu).to_contain_text("aten.mul ×4")
     decompositions.locator(".chart").scroll_into_view_if_needed()  # charts are drawn when they come into view

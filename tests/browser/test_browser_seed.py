@@ -1,4 +1,5 @@
 """As a new user: load the seed example, submit, watch the stages complete, read the fused kernel, share the link."""
+
 import re
 
 from playwright.sync_api import expect
@@ -29,8 +30,17 @@ def test_new_user_compiles_the_seed_and_shares_the_report(site, page, browser):
     expect(page.locator("#tab-runtime")).to_have_attribute("aria-disabled", "true")
     expect(page.locator("#status")).to_have_text("succeeded", timeout=REPORT_TIMEOUT_MS)
     expect(page.locator("#tab-runtime")).to_have_attribute("href", re.compile("/runtime$"))
-    for stage in ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark-eager",
-                  "benchmark-inductor_default", "profile"):
+    for stage in (
+        "load",
+        "eager",
+        "dynamo",
+        "aot",
+        "inductor",
+        "report",
+        "benchmark-eager",
+        "benchmark-inductor_default",
+        "profile",
+    ):
         expect(page.locator(f"#stage-{stage}")).to_have_attribute("data-state", "finished")
 
     # The Overview's story: the one fused kernel, and whether compiling helped.

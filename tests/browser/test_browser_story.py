@@ -2,6 +2,7 @@
 four stages; no tab of any sample overflows at 1280 or 1440 px; a model of a few thousand nodes loads small and
 fast with its long lists drawn on demand; guards fold with the failed guard marked; functionalization names the
 user's lines; CUDA-graph status sits beside its bar; chart labels are not clipped; no request fails (favicon)."""
+
 import os
 import re
 import time
@@ -27,11 +28,15 @@ def test_the_overview_tells_the_story_of_the_four_stages(site, sample_runs, page
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(url(site, sample_runs, "graph_break"))
     headlines = page.locator("#headlines li")
-    expect(headlines.first).to_have_text(re.compile(
-        r'^2 graph breaks split your function into 3 graphs: line 7 print\("halfway"\), line 8 scale = y\.sum\(\)\.item\(\)\.$'))
+    expect(headlines.first).to_have_text(
+        re.compile(
+            r'^2 graph breaks split your function into 3 graphs: line 7 print\("halfway"\), line 8 scale = y\.sum\(\)\.item\(\)\.$'
+        )
+    )
     # A report from before the paired rounds carries one median per config: never a decided speedup.
     expect(headlines.nth(1)).to_contain_text(
-        "Whether compiling helped is not decided: backend_eager takes 0.127 ms a step against eager's 0.0473 ms")
+        "Whether compiling helped is not decided: backend_eager takes 0.127 ms a step against eager's 0.0473 ms"
+    )
     stages = page.locator("#pipeline > li")
     expect(stages).to_have_count(4)
     expect(stages.locator("h3")).to_have_text(["TorchDynamo", "AOTAutograd", "TorchInductor", "Runtime"])
@@ -81,7 +86,8 @@ def test_no_tab_of_any_sample_report_scrolls_sideways(site, sample_runs, page, w
                 page.wait_for_load_state("networkidle")
             page.wait_for_timeout(50)
             scroll, client = page.evaluate(
-                "[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+                "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+            )
             if scroll > client:
                 wide.append(f"{name}/{tab}: {scroll} px in {client}")
     assert wide == []
@@ -109,10 +115,12 @@ def _assert_chart_labels_inside(page):
             if not label.text_content():
                 continue
             inner = label.bounding_box()
-            assert inner["x"] >= box["x"] - 1 and inner["x"] + inner["width"] <= box["x"] + box["width"] + 1, \
+            assert inner["x"] >= box["x"] - 1 and inner["x"] + inner["width"] <= box["x"] + box["width"] + 1, (
                 f"{label.text_content()!r} clipped"
-            assert inner["y"] >= box["y"] - 1 and inner["y"] + inner["height"] <= box["y"] + box["height"] + 1, \
+            )
+            assert inner["y"] >= box["y"] - 1 and inner["y"] + inner["height"] <= box["y"] + box["height"] + 1, (
                 f"{label.text_content()!r} clipped"
+            )
 
 
 def test_a_model_of_thousands_of_nodes_loads_small_and_fast(site, sample_runs, page):
@@ -154,8 +162,9 @@ def test_a_model_of_thousands_of_nodes_loads_small_and_fast(site, sample_runs, p
     hidden = items.filter(has_not_text=kernel).evaluate_all("(items) => items.map((i) => i.hidden)")
     assert hidden and all(hidden)
     node.click()
-    expect(page.locator("#graph-postgrad-0")).to_have_attribute("data-selected", node.get_attribute("href").split("/")[-1],
-                                                               timeout=20_000)
+    expect(page.locator("#graph-postgrad-0")).to_have_attribute(
+        "data-selected", node.get_attribute("href").split("/")[-1], timeout=20_000
+    )
 
 
 def test_the_ir_diff_shows_what_fused(site, sample_runs, page):
@@ -176,7 +185,9 @@ def test_the_ir_diff_shows_what_fused(site, sample_runs, page):
 def test_guards_fold_and_the_failed_guard_is_marked(site, sample_runs, page):
     page.goto(url(site, sample_runs, "recompile", "dynamo"))
     article = page.locator("#guards-0\\/0")
-    expect(article.locator(".failed-guard")).to_contain_text("tensor 'x' size mismatch at index 0. expected 4, actual 6")
+    expect(article.locator(".failed-guard")).to_contain_text(
+        "tensor 'x' size mismatch at index 0. expected 4, actual 6"
+    )
     expect(article.locator(".failed-guard pre")).to_contain_text("TENSOR_MATCH: check_tensor(L['x']")
     failed = article.locator("li.guard.failed")
     expect(failed).to_have_count(1)
@@ -194,7 +205,8 @@ def test_bytecode_side_by_side_with_full_arguments(site, sample_runs, page):
     original, transformed = page.locator("#bytecode-1 pre.bytecode-text").all()
     expect(original).to_contain_text("LOAD_GLOBAL 1 (NULL + torch)")
     tops, lefts = page.locator("#bytecode-1 pre.bytecode-text").evaluate_all(
-        "(pres) => [pres.map((p) => p.getBoundingClientRect().top), pres.map((p) => p.getBoundingClientRect().left)]")
+        "(pres) => [pres.map((p) => p.getBoundingClientRect().top), pres.map((p) => p.getBoundingClientRect().left)]"
+    )
     assert tops[0] == tops[1] and lefts[0] < lefts[1], "side by side"
     for pre in (original, transformed):
         assert pre.evaluate("(el) => el.scrollWidth <= el.clientWidth"), "no argument cut off"
@@ -220,16 +232,26 @@ def test_progress_names_the_current_step_and_opens_tabs_as_their_stage_ends(site
     """A run the worker never sees (stored, not queued), advanced by this test as a worker would."""
     report = read_sample_report("seed")
     with session_factory(site.settings.database_url)() as session:
-        run = runstore.create_run(session, runstore.Submission(
-            code=report["source"]["code"], filename="seed.py", device="cpu", train=None,
-            configs=["eager", "inductor_default"]))
+        run = runstore.create_run(
+            session,
+            runstore.Submission(
+                code=report["source"]["code"],
+                filename="seed.py",
+                device="cpu",
+                train=None,
+                configs=["eager", "inductor_default"],
+            ),
+        )
         runstore.beat(session, "test-worker", ["cpu"], os.getpid())
         runstore.claim_run(session, run.id, "test-worker", os.getpid())
         slug, run_id = run.slug, run.id
 
         def event(stage, state, seconds=None, config=None):
-            runstore.record_event(session, run_id, {"event": "stage", "stage": stage, "state": state,
-                                                    "seconds": seconds, "config": config})
+            runstore.record_event(
+                session,
+                run_id,
+                {"event": "stage", "stage": stage, "state": state, "seconds": seconds, "config": config},
+            )
 
         page.goto(f"{site.url}/r/{slug}")
         expect(page.locator("#stages > li")).to_have_count(10)  # benchmark: eager, inductor_default, rounds
@@ -268,7 +290,9 @@ def test_a_syntax_error_is_answered_when_the_form_is_sent(site, page):
     page.keyboard.type("\ndef broken(:\n")
     started = time.monotonic()
     page.get_by_role("button", name="Compile").click()
-    expect(page.locator("#error-code")).to_contain_text("Syntax error at line 12, column 12 of seed.py: invalid syntax: def broken(:")
+    expect(page.locator("#error-code")).to_contain_text(
+        "Syntax error at line 12, column 12 of seed.py: invalid syntax: def broken(:"
+    )
     assert time.monotonic() - started < 5
     expect(page).not_to_have_url(re.compile(r"/r/"))
 

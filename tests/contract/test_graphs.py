@@ -1,5 +1,6 @@
 """The graph-id grammar (contract/graphs.py): ids round-trip, locate their graph, and the pages' copy
 (static/js/contract.js, generated) reads them the same way."""
+
 import json
 import os
 import subprocess
@@ -36,16 +37,35 @@ def test_every_graph_id_round_trips_and_finds_its_graph():
 
 
 def test_the_builders_write_the_grammar():
-    assert [graphs.dynamo_graph(0), graphs.aot_graph(2), graphs.post_grad_graph(1),
-            graphs.functionalization_graph(3, "after")] == ["dynamo-0", "aot-2", "postgrad-1", "func-3-after"]
+    assert [
+        graphs.dynamo_graph(0),
+        graphs.aot_graph(2),
+        graphs.post_grad_graph(1),
+        graphs.functionalization_graph(3, "after"),
+    ] == ["dynamo-0", "aot-2", "postgrad-1", "func-3-after"]
     with pytest.raises(ValueError):
         graphs.functionalization_graph(0, "during")
     with pytest.raises(ValueError):
         GraphId("aot", 1, "before")
 
 
-@pytest.mark.parametrize("text", ["", "aot", "aot-", "aot-x", "aot-1-before", "func-1", "func-1-during",
-                                  "postgrad--1", "inductor-0", "dynamo-0 ", " dynamo-0", "dynamo-0/add"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "aot",
+        "aot-",
+        "aot-x",
+        "aot-1-before",
+        "func-1",
+        "func-1-during",
+        "postgrad--1",
+        "inductor-0",
+        "dynamo-0 ",
+        " dynamo-0",
+        "dynamo-0/add",
+    ],
+)
 def test_what_is_not_a_graph_id(text):
     assert GraphId.parse(text) is None
 
@@ -57,8 +77,10 @@ def test_an_id_past_the_end_finds_nothing():
 
 def test_the_pages_read_graph_ids_with_the_same_grammar():
     ids = [text for text, _ in every_graph(MLP)] + ["aot-x", "func-1", "inductor-0", "dynamo-0/add"]
-    script = (f"import {{ graphTab }} from {json.dumps(os.path.join(docs.ROOT, docs.JAVASCRIPT_PATH))};"
-              f"console.log(JSON.stringify({json.dumps(ids)}.map(graphTab)));")
+    script = (
+        f"import {{ graphTab }} from {json.dumps(os.path.join(docs.ROOT, docs.JAVASCRIPT_PATH))};"
+        f"console.log(JSON.stringify({json.dumps(ids)}.map(graphTab)));"
+    )
     out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True)
     expected = [parsed.tab if (parsed := GraphId.parse(text)) else None for text in ids]
     assert json.loads(out.stdout) == expected

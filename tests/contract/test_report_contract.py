@@ -1,5 +1,6 @@
 """The typed report (contract/report.py): real engine reports validate, malformed ones are rejected naming the
 field, versions are checked, v1 reports are upgraded, and the generated schema, docs and JS are current."""
+
 import copy
 import json
 import os
@@ -8,8 +9,15 @@ import subprocess
 import pytest
 
 from contract import docs
-from contract.report import (SCHEMA_VERSION, InvalidReport, Report, ReportError, ReportVersionError, checked_report,
-                             validate_report)
+from contract.report import (
+    SCHEMA_VERSION,
+    InvalidReport,
+    Report,
+    ReportError,
+    ReportVersionError,
+    checked_report,
+    validate_report,
+)
 from engine.report import empty_report, failed_report, read_report
 
 ROOT = docs.ROOT
@@ -28,8 +36,11 @@ def missing_keys(value, schema: dict, defs: dict, path: str = "") -> list[str]:
         schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
     if "anyOf" in schema:
         # A union (e.g. marks): the value must carry every key of the member it matched; try each.
-        options = [missing_keys(value, option, defs, path) for option in schema["anyOf"]
-                   if option.get("type") != "null" and value is not None]
+        options = [
+            missing_keys(value, option, defs, path)
+            for option in schema["anyOf"]
+            if option.get("type") != "null" and value is not None
+        ]
         return min(options, key=len) if options else []
     out = []
     if isinstance(value, dict) and "properties" in schema:
@@ -53,8 +64,9 @@ def test_every_fixture_report_validates_and_comes_back_with_every_key(name):
     assert missing_keys(report, schema, schema["$defs"]) == []
     # Nothing recorded is lost or changed: the graphs and benchmarks are the fixture's own.
     assert report["dynamo"]["graphs"][0]["nodes"][0]["name"] == raw["dynamo"]["graphs"][0]["nodes"][0]["name"]
-    assert [b["median_ms"] for b in report["runtime"]["benchmarks"]] == \
-        [b["median_ms"] for b in raw["runtime"]["benchmarks"]]
+    assert [b["median_ms"] for b in report["runtime"]["benchmarks"]] == [
+        b["median_ms"] for b in raw["runtime"]["benchmarks"]
+    ]
     assert checked_report(report) == report  # validating a validated report changes nothing
 
 
@@ -63,8 +75,10 @@ def test_v1_reports_are_upgraded_on_read():
     assert raw["schema_version"] == 1 and "cpu_time_limit_s" not in raw["request"] and "isolation" not in raw
     report = checked_report(raw)
     assert report["schema_version"] == 2
-    assert report["request"]["cpu_time_limit_s"] is None and report["request"]["time_limit_s"] == \
-        raw["request"]["time_limit_s"]
+    assert (
+        report["request"]["cpu_time_limit_s"] is None
+        and report["request"]["time_limit_s"] == raw["request"]["time_limit_s"]
+    )
     assert report["isolation"]["mode"] is None and report["isolation"]["limits"]["process_limit"] is None
     # Not training: v1 left the gradient errors out, v2 has them null.
     assert all("grad_max_abs_error" not in b for b in raw["runtime"]["benchmarks"])
@@ -79,18 +93,33 @@ def test_a_v2_report_may_not_leave_out_what_v1_could():
         validate_report(report)
 
 
-@pytest.mark.parametrize("spoil, path, why", [
-    (lambda r: r["runtime"]["benchmarks"][1].update(median_ms="fast"), "runtime.benchmarks[1].median_ms",
-     "Input should be a valid number"),
-    (lambda r: r["dynamo"]["graphs"][0]["nodes"][2].update(colour="red"), "dynamo.graphs[0].nodes[2].colour",
-     "Extra inputs are not permitted"),
-    (lambda r: r["aot"]["graphs"][0]["nodes"][3]["marks"].update(saved="yes"), "aot.graphs[0].nodes[3].marks.saved",
-     "Input should be a valid boolean"),
-    (lambda r: r["runtime"]["benchmarks"][0].update(config="turbo"), "runtime.benchmarks[0].config",
-     "Input should be 'eager', 'backend_eager'"),
-    (lambda r: r.pop("request"), "request", "Field required"),
-    (lambda r: r.update(extra_section={}), "extra_section", "Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "spoil, path, why",
+    [
+        (
+            lambda r: r["runtime"]["benchmarks"][1].update(median_ms="fast"),
+            "runtime.benchmarks[1].median_ms",
+            "Input should be a valid number",
+        ),
+        (
+            lambda r: r["dynamo"]["graphs"][0]["nodes"][2].update(colour="red"),
+            "dynamo.graphs[0].nodes[2].colour",
+            "Extra inputs are not permitted",
+        ),
+        (
+            lambda r: r["aot"]["graphs"][0]["nodes"][3]["marks"].update(saved="yes"),
+            "aot.graphs[0].nodes[3].marks.saved",
+            "Input should be a valid boolean",
+        ),
+        (
+            lambda r: r["runtime"]["benchmarks"][0].update(config="turbo"),
+            "runtime.benchmarks[0].config",
+            "Input should be 'eager', 'backend_eager'",
+        ),
+        (lambda r: r.pop("request"), "request", "Field required"),
+        (lambda r: r.update(extra_section={}), "extra_section", "Extra inputs are not permitted"),
+    ],
+)
 def test_a_malformed_report_is_rejected_naming_the_field(spoil, path, why):
     report = copy.deepcopy(fixture("mlp_train"))
     spoil(report)
@@ -100,13 +129,19 @@ def test_a_malformed_report_is_rejected_naming_the_field(spoil, path, why):
     assert str(caught.value).startswith(f"{path}: {why}")
 
 
-@pytest.mark.parametrize("version, message", [
-    (3, "report schema_version 3 is not one this pt2scope reads (1, 2): it was written by a newer pt2scope; "
-        "upgrade this one to read it"),
-    (0, "report schema_version 0 is not one this pt2scope reads (1, 2)"),
-    ("2", "report schema_version '2' is not one this pt2scope reads (1, 2)"),
-    (None, "the report has no schema_version: not a pt2scope report"),
-])
+@pytest.mark.parametrize(
+    "version, message",
+    [
+        (
+            3,
+            "report schema_version 3 is not one this pt2scope reads (1, 2): it was written by a newer pt2scope; "
+            "upgrade this one to read it",
+        ),
+        (0, "report schema_version 0 is not one this pt2scope reads (1, 2)"),
+        ("2", "report schema_version '2' is not one this pt2scope reads (1, 2)"),
+        (None, "the report has no schema_version: not a pt2scope report"),
+    ],
+)
 def test_an_unknown_version_is_refused_with_a_clear_message(version, message):
     report = fixture("seed")
     report["schema_version"] = version
@@ -120,19 +155,33 @@ def test_a_report_that_is_not_an_object_is_refused():
         validate_report([])
 
 
-REQUEST = {"code": "x = 1\n", "filename": "m.py", "device": "cpu", "train": None, "configs": ["eager"],
-           "time_limit_s": 900.0, "memory_limit_mb": 8192, "cpu_time_limit_s": 1800.0, "process_limit": 512,
-           "open_files_limit": 1024, "file_size_limit_mb": 256, "output_limit_mb": 1024}
+REQUEST = {
+    "code": "x = 1\n",
+    "filename": "m.py",
+    "device": "cpu",
+    "train": None,
+    "configs": ["eager"],
+    "time_limit_s": 900.0,
+    "memory_limit_mb": 8192,
+    "cpu_time_limit_s": 1800.0,
+    "process_limit": 512,
+    "open_files_limit": 1024,
+    "file_size_limit_mb": 256,
+    "output_limit_mb": 1024,
+}
 
 
 def test_empty_and_failed_reports_have_every_documented_key_and_validate():
     schema = docs.json_schema()
     empty = empty_report(REQUEST)
     assert missing_keys(empty, schema, schema["$defs"]) == []
-    assert empty["status"] == "running" and empty["source"] == {"filename": "m.py", "code": "x = 1\n", "path": None,
-                                                                 "not_in_log": False}
-    failed = failed_report(REQUEST, "load", "syntax_error", "SyntaxError: invalid syntax (m.py:1)", file="m.py",
-                           line=1)
+    assert empty["status"] == "running" and empty["source"] == {
+        "filename": "m.py",
+        "code": "x = 1\n",
+        "path": None,
+        "not_in_log": False,
+    }
+    failed = failed_report(REQUEST, "load", "syntax_error", "SyntaxError: invalid syntax (m.py:1)", file="m.py", line=1)
     assert checked_report(failed) == failed
     assert failed["failure"]["kind"] == "syntax_error" and failed["errors"][0]["stage"] == "load"
 
@@ -144,8 +193,12 @@ def test_a_failure_kind_outside_the_vocabulary_is_a_bug_caught_when_building_it(
 
 def test_the_generated_schema_docs_and_javascript_are_current():
     assert docs.stale() == [], "run `python -m contract.docs`"
-    out = subprocess.run([os.path.join(ROOT, ".venv", "bin", "python"), "-m", "contract.docs", "--check"], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [os.path.join(ROOT, ".venv", "bin", "python"), "-m", "contract.docs", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
 
 

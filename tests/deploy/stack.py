@@ -5,6 +5,7 @@ start each service with the command and environment the compose file and the ima
 containers' addresses replaced by this machine's PostgreSQL and Redis. Only `python` differs: a virtual
 environment that holds what the service's image installs.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from tests.support import LoggedProcess, scratch_postgres_and_redis, wait_until
 from storage.config import PROJECT_ROOT
+from tests.support import LoggedProcess, scratch_postgres_and_redis, wait_until
 
 DOCKERFILE = os.path.join(PROJECT_ROOT, "Dockerfile")
 COMPOSE_FILE = os.path.join(PROJECT_ROOT, "docker-compose.yml")
@@ -125,9 +126,9 @@ class LocalService(LoggedProcess):
 
     def run_once(self, timeout: float) -> subprocess.CompletedProcess:
         """For one-shot services (migrate): run to the end."""
-        return subprocess.run(self.command, cwd=PROJECT_ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
-
+        return subprocess.run(
+            self.command, cwd=PROJECT_ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
 
 @dataclass
@@ -155,13 +156,22 @@ def local_deployment(web_python: str, workdir: str, redis_db: int, **env: str):
     Workers are the caller's: ``LocalService("worker", python, log, **deployment.env)``."""
     with scratch_postgres_and_redis(redis_db) as (database_url, broker_url):
         local = {"DATABASE_URL": database_url, "CELERY_BROKER_URL": broker_url, "PORT": str(free_port()), **env}
-        migrate = LocalService("migrate", web_python, os.path.join(workdir, "migrate.log"),
-                               PT2SCOPE_INSTANCE=os.path.join(workdir, "migrate"), **local)
+        migrate = LocalService(
+            "migrate",
+            web_python,
+            os.path.join(workdir, "migrate.log"),
+            PT2SCOPE_INSTANCE=os.path.join(workdir, "migrate"),
+            **local,
+        )
         result = migrate.run_once(timeout=120)
         if result.returncode != 0:
             raise RuntimeError(f"migrate failed:\n{result.stderr[-3000:]}")
-        with LocalService("web", web_python, os.path.join(workdir, "web.log"),
-                          PT2SCOPE_INSTANCE=os.path.join(workdir, "web"), **local) as web:
-            wait_until(lambda: web.process.poll() is None and healthy(web_python, "web", web.env), timeout=60,
-                       what="the web health check")
+        with LocalService(
+            "web", web_python, os.path.join(workdir, "web.log"), PT2SCOPE_INSTANCE=os.path.join(workdir, "web"), **local
+        ) as web:
+            wait_until(
+                lambda: web.process.poll() is None and healthy(web_python, "web", web.env),
+                timeout=60,
+                what="the web health check",
+            )
             yield LocalDeployment(f"http://127.0.0.1:{local['PORT']}", local, web)

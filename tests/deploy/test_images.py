@@ -2,6 +2,7 @@
 
 Docker cannot run on this machine: these checks (and test_outside_docker.py, which runs the same steps here)
 are what keeps the images honest."""
+
 import glob
 import os
 import re
@@ -9,10 +10,10 @@ import shutil
 import subprocess
 import sys
 
-from tests.deploy import stack
 from service import __main__ as service_main
 from storage.config import PROJECT_ROOT, Settings
 from storage.queue import make_celery
+from tests.deploy import stack
 from workers.launch import web_command, worker_command
 
 STAGES = stack.dockerfile_stages()
@@ -39,7 +40,7 @@ def makefile_recipe(target_line_prefix: str) -> list[str]:
         lines = f.read().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(target_line_prefix))
     recipe = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("\t"):
             break
         recipe.append(line.strip())
@@ -64,26 +65,38 @@ def test_worker_images_take_the_torch_pair_from_the_pytorch_index_of_their_build
     """torch and torchvision come as one pair from one build's index; transformers (with the rest) after it."""
     assert requirement_lines("requirements/torch.txt") == ["torch==2.13.0", "torchvision==0.28.0"]
     assert not [line for line in requirement_lines("requirements/engine.txt") if re.match(r"torch", line)]
-    assert [line for line in requirement_lines("requirements/engine.txt") if line.startswith("transformers")] \
-        == ["transformers==5.24.0"]
+    assert [line for line in requirement_lines("requirements/engine.txt") if line.startswith("transformers")] == [
+        "transformers==5.24.0"
+    ]
     indexes = {}
     for worker in ("worker", "worker-gpu"):
         (arg,) = STAGES[worker].arguments("ARG")
         indexes[worker] = arg.split("=", 1)[1]
         (install,) = [run for run in STAGES[worker].arguments("RUN") if "pip install" in run]
-        assert install.index('pip install --index-url "$TORCH_INDEX" -r requirements/torch.txt') \
-            < install.index("pip install -r requirements/engine.txt")
+        assert install.index('pip install --index-url "$TORCH_INDEX" -r requirements/torch.txt') < install.index(
+            "pip install -r requirements/engine.txt"
+        )
         assert "requirements/torch.txt requirements/engine.txt" in " ".join(STAGES[worker].arguments("COPY"))
     assert indexes["worker"] == "https://download.pytorch.org/whl/cpu"
     assert re.fullmatch(r"https://download\.pytorch\.org/whl/cu\d{3}", indexes["worker-gpu"])
 
 
 def test_make_install_takes_the_same_pair_and_never_pairs_a_local_cpu_torch_with_pypis_torchvision():
-    dry_run = subprocess.run(["make", "-n", "--always-make", "install", "PT2SCOPE_ISOLATION=none"], cwd=PROJECT_ROOT,
-                             capture_output=True, text=True, check=True).stdout
+    dry_run = subprocess.run(
+        ["make", "-n", "--always-make", "install", "PT2SCOPE_ISOLATION=none"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "pip install -q torch===2.13.0 torchvision===0.28.0" in dry_run  # `===`: exactly PyPI's build
-    with_index = subprocess.run(["make", "-n", "--always-make", "install", "TORCH_INDEX=https://example.invalid/cpu"],
-                                cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout
+    with_index = subprocess.run(
+        ["make", "-n", "--always-make", "install", "TORCH_INDEX=https://example.invalid/cpu"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "pip install -q --index-url https://example.invalid/cpu torch==2.13.0 torchvision==0.28.0" in with_index
     assert dry_run.index("torchvision===") < dry_run.index("-r requirements/engine.txt")
 
@@ -112,6 +125,7 @@ def test_entry_commands_are_the_launchers_subcommands():
 
 class FakeChild:
     """Stands in for serve()'s subprocesses: records the command and exits at once."""
+
     started = []
     pid = -1  # never the pid os.wait() reports below: the web server "ended"
 
@@ -137,8 +151,11 @@ def test_the_web_container_runs_the_gunicorn_command_of_make_run(monkeypatch, tm
 
     monkeypatch.setattr(service_main.subprocess, "Popen", FakeChild)
     monkeypatch.setattr(service_main.os, "wait", lambda: (0, 0))
-    settings = Settings.from_env(instance_path=str(tmp_path), database_url=f"sqlite:///{tmp_path}/db.sqlite",
-                                 broker_url=f"sqla+sqlite:///{tmp_path}/broker.sqlite")
+    settings = Settings.from_env(
+        instance_path=str(tmp_path),
+        database_url=f"sqlite:///{tmp_path}/db.sqlite",
+        broker_url=f"sqla+sqlite:///{tmp_path}/broker.sqlite",
+    )
     assert service_main.serve(settings, "127.0.0.1", 8123) == 0
     worker, web = FakeChild.started
     assert web == web_command("127.0.0.1", 8123)
@@ -163,8 +180,11 @@ def test_compose_brings_up_every_piece_with_health_checks_and_migrations_first()
 
 def test_redis_visibility_timeout_outlasts_the_longest_job_in_the_compose_settings():
     env = stack.service_environment("worker")
-    settings = Settings.from_env(database_url="sqlite://", broker_url=env["CELERY_BROKER_URL"],
-                                 job_time_limit_s=float(env["PT2SCOPE_JOB_TIME_LIMIT"]))
+    settings = Settings.from_env(
+        database_url="sqlite://",
+        broker_url=env["CELERY_BROKER_URL"],
+        job_time_limit_s=float(env["PT2SCOPE_JOB_TIME_LIMIT"]),
+    )
     options = make_celery(settings).conf.broker_transport_options
     assert options["visibility_timeout"] > settings.hard_time_limit_s > settings.job_time_limit_s
 

@@ -3,6 +3,7 @@
 The web tier runs from a fresh virtual environment holding only what the web image installs (so without torch);
 the worker from the project's environment (the worker image's requirements and torch pair).
 Each runs its compose service's command and environment, pointed at this machine's PostgreSQL and Redis."""
+
 import json
 import socket
 import subprocess
@@ -15,9 +16,9 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
+from storage.db import MIGRATIONS_PATH
 from tests.deploy import stack
 from tests.support import SEED, wait_until
-from storage.db import MIGRATIONS_PATH
 
 REDIS_DB = 12  # a db index of its own, flushed: no other user of this server is touched
 CHEAP_CONFIGS = ["eager", "backend_eager"]
@@ -33,8 +34,9 @@ def web_python(tmp_path_factory):
     for stage in stack.stage_chain(stack.dockerfile_stages(), "web"):
         for step in stage.arguments("RUN"):
             if step.startswith("pip install"):
-                subprocess.run([python, "-m", *step.split()], cwd=stack.PROJECT_ROOT, check=True,
-                               stdout=subprocess.DEVNULL)
+                subprocess.run(
+                    [python, "-m", *step.split()], cwd=stack.PROJECT_ROOT, check=True, stdout=subprocess.DEVNULL
+                )
     return python
 
 
@@ -64,16 +66,26 @@ def test_compose_services_run_here_and_a_job_goes_through(web_python, tmp_path):
         assert queues["cpu"] == {"queued": 1, "running": 0, "workers": 0}
 
         # The job's sandbox works on this machine; the warm-up compile (tens of seconds) is skipped here.
-        worker = stack.LocalService("worker", sys.executable, str(tmp_path / "worker.log"),
-                                    PT2SCOPE_INSTANCE=str(tmp_path / "worker"), PT2SCOPE_PCH_WARMUP="false",
-                                    **deployment.env)
+        worker = stack.LocalService(
+            "worker",
+            sys.executable,
+            str(tmp_path / "worker.log"),
+            PT2SCOPE_INSTANCE=str(tmp_path / "worker"),
+            PT2SCOPE_PCH_WARMUP="false",
+            **deployment.env,
+        )
         with worker:
-            wait_until(lambda: worker.process.poll() is None and stack.healthy(sys.executable, "worker", worker.env),
-                       timeout=120, what="the worker health check", interval=1.0)
+            wait_until(
+                lambda: worker.process.poll() is None and stack.healthy(sys.executable, "worker", worker.env),
+                timeout=120,
+                what="the worker health check",
+                interval=1.0,
+            )
             status = wait_until(lambda: _finished(base, run["id"]), timeout=240, what="the job", interval=0.5)
             assert status["status"] == "succeeded", (status["error"], worker.output())
-            assert [s["state"] for s in status["stages"] if s["stage"] in ("load", "eager", "dynamo")] == \
-                ["finished"] * 3
+            assert [s["state"] for s in status["stages"] if s["stage"] in ("load", "eager", "dynamo")] == [
+                "finished"
+            ] * 3
 
             service = http_json(f"{base}/api/status")
             (listed,) = service["workers"]

@@ -1,5 +1,6 @@
 """scripts/need-system-packages, which `make install` and `make test` call: a missing system package is installed
 as root, or named with the exact command to run, and make stops."""
+
 import os
 import subprocess
 
@@ -13,12 +14,11 @@ def _run(tmp_path, uid: int, *pairs):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "id").write_text(f"#!/bin/sh\necho {uid}\n")
-    (bin_dir / "apt-get").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/apt.log\n")
+    (bin_dir / "apt-get").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/apt.log\n')
     for tool in ("id", "apt-get"):
         (bin_dir / tool).chmod(0o755)
     os.symlink("/bin/sh", bin_dir / "sh")
-    return subprocess.run(["/bin/sh", SCRIPT, *pairs], capture_output=True, text=True,
-                          env={"PATH": str(bin_dir)})
+    return subprocess.run(["/bin/sh", SCRIPT, *pairs], capture_output=True, text=True, env={"PATH": str(bin_dir)})
 
 
 def test_as_a_user_it_prints_the_exact_command_and_fails(tmp_path):
@@ -32,7 +32,9 @@ def test_as_root_it_installs_only_what_is_missing(tmp_path):
     result = _run(tmp_path, 0, "sh:dash", "bwrap:bubblewrap")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "apt.log").read_text().splitlines() == [
-        "update -q", "install -y -q --no-install-recommends bubblewrap"]
+        "update -q",
+        "install -y -q --no-install-recommends bubblewrap",
+    ]
 
 
 def test_nothing_missing_is_silent(tmp_path):

@@ -1,5 +1,6 @@
 """Engine tests run real jobs (a child process, real torch). Jobs are expensive (an Inductor compile costs 10-20 s
 on a 2-core CPU), so each distinct (example, configs) job runs once per session and is shared."""
+
 import os
 
 import pytest
@@ -23,8 +24,11 @@ def explore(tmp_path_factory):
                 code = f.read()
             events = []
             job_dir = tmp_path_factory.mktemp(example)
-            report = run_job(JobRequest(code=code, filename=example + ".py", configs=list(configs), **request),
-                             job_dir=str(job_dir), on_event=events.append)
+            report = run_job(
+                JobRequest(code=code, filename=example + ".py", configs=list(configs), **request),
+                job_dir=str(job_dir),
+                on_event=events.append,
+            )
             report["_events"] = events
             cache[key] = report
         return cache[key]
@@ -35,6 +39,7 @@ def explore(tmp_path_factory):
 def run_code(tmp_path, code, **request):
     """One job on inline code (failure cases); returns (report, events)."""
     events = []
-    report = run_job(JobRequest(code=code, filename="model.py", **request), job_dir=str(tmp_path),
-                     on_event=events.append)
+    report = run_job(
+        JobRequest(code=code, filename="model.py", **request), job_dir=str(tmp_path), on_event=events.append
+    )
     return report, events

@@ -1,4 +1,5 @@
 """The CLI contract, checked in fresh processes, and guarded capture (the import rules: tests/test_layers.py)."""
+
 import os
 import subprocess
 import sys
@@ -14,14 +15,16 @@ def test_guarded_capture_reports_unavailable_instead_of_failing():
     ctx = Context(user_file="model.py", device="cpu", train=False, tap=None, emit=lambda e: None)
     with ctx.guard("inductor.some_private_hook"):
         raise AttributeError("module 'torch._inductor.config' has no attribute 'some_private_hook'")
-    assert ctx.unavailable == [{"name": "inductor.some_private_hook",
-                                "reason": "AttributeError: module 'torch._inductor.config' has no attribute "
-                                          "'some_private_hook'"}]
+    assert ctx.unavailable == [
+        {
+            "name": "inductor.some_private_hook",
+            "reason": "AttributeError: module 'torch._inductor.config' has no attribute 'some_private_hook'",
+        }
+    ]
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "engine", "explore", *args], cwd=ROOT, capture_output=True,
-                          text=True)
+    return subprocess.run([sys.executable, "-m", "engine", "explore", *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_cli_prints_progress_and_a_summary(tmp_path):
@@ -33,10 +36,13 @@ def test_cli_prints_progress_and_a_summary(tmp_path):
     assert (tmp_path / "report.json").exists() and f"report: {tmp_path}/report.json" in out.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--configs", "eager,turbo"], "error: unknown config 'turbo'"),
-    (["--device", "tpu"], "invalid choice: 'tpu'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--configs", "eager,turbo"], "error: unknown config 'turbo'"),
+        (["--device", "tpu"], "invalid choice: 'tpu'"),
+    ],
+)
 def test_cli_rejects_bad_requests_before_running(args, message, tmp_path):
     out = cli("examples/seed.py", *args, "--out", str(tmp_path))
     assert out.returncode == 2 and message in out.stderr

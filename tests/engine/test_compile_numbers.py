@@ -4,6 +4,7 @@ Most tests read the logs recorded on an H200 with torch 2.11 (tests/fixtures/tra
 needed); the rest run fresh jobs on this machine's torch (2.13) with cheap backends, and the seed's shared Inductor
 job for cold vs warm.
 """
+
 import json
 import os
 
@@ -30,13 +31,17 @@ def recorded(name) -> LoadedLog:
 
 # --- one compile-id type ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, parsed, spelled", [
-    ("0/0", CompileId(0, 0), "0/0"),
-    ("0/0_1", CompileId(0, 0, 1), "0/0_1"),
-    ("[1/2_3]", CompileId(1, 2, 3), "1/2_3"),
-    ("[0/0]", CompileId(0, 0), "0/0"),
-    ("!1/0/2", CompileId(0, 2, 0, 1), "!1/0/2"),
-])
+
+@pytest.mark.parametrize(
+    "text, parsed, spelled",
+    [
+        ("0/0", CompileId(0, 0), "0/0"),
+        ("0/0_1", CompileId(0, 0, 1), "0/0_1"),
+        ("[1/2_3]", CompileId(1, 2, 3), "1/2_3"),
+        ("[0/0]", CompileId(0, 0), "0/0"),
+        ("!1/0/2", CompileId(0, 2, 0, 1), "!1/0/2"),
+    ],
+)
 def test_compile_id_reads_every_spelling_and_writes_one(text, parsed, spelled):
     assert CompileId.parse(text) == parsed and str(parsed) == spelled == canonical(text)
 
@@ -53,9 +58,13 @@ def test_a_restarted_compiles_kernels_meet_their_post_grad_graph():
     outputs = logtap.read(recorded("graph_break"), "inductor.output_code")
     kernels = [k for o in outputs for k in inductor_stage.parse_kernels(o, "graph_break.py")]
     assert [k["compile_id"] for k in kernels] == ["0/0_1", "1/0_1", "2/0"]
-    inductor = {"post_grad_graphs": [{"compile_id": "0/0", "kind": "inference"},
-                                     {"compile_id": "1/0", "kind": "inference"},
-                                     {"compile_id": "2/0", "kind": "inference"}]}
+    inductor = {
+        "post_grad_graphs": [
+            {"compile_id": "0/0", "kind": "inference"},
+            {"compile_id": "1/0", "kind": "inference"},
+            {"compile_id": "2/0", "kind": "inference"},
+        ]
+    }
     assert [reportview.graph_id_of_kernel(inductor, k) for k in kernels] == ["postgrad-0", "postgrad-1", "postgrad-2"]
     aot = {"graphs": [{"compile_id": "0/0", "kind": "inference"}]}
     assert reportview.graph_id_by_kind(aot, "0/0_1", "inference") == "aot-0"
@@ -68,12 +77,15 @@ def test_torch_logs_prefixes_become_the_reports_spelling():
 
 # --- recompiles ----------------------------------------------------------------------------------------------
 
+
 def test_recompile_reasons_are_clean_text_not_json_fragments_on_torch_2_11():
     log = recorded("recompile")
     first, second = parse_recompiles(log.events("artifact:recompile_reasons"), [])
     assert first["reasons"] == ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"]
-    assert second["reasons"] == ["0/1: tensor 'x' dtype mismatch. expected Float, actual Double",
-                                 "0/0: tensor 'x' dtype mismatch. expected Float, actual Double"]
+    assert second["reasons"] == [
+        "0/1: tensor 'x' dtype mismatch. expected Float, actual Double",
+        "0/0: tensor 'x' dtype mismatch. expected Float, actual Double",
+    ]
     assert [g["compile_id"] for g in second["failed_guards"]] == ["0/1", "0/0"]
     assert not any(r.startswith(("[", '"')) or r.endswith(('",', "]")) for r in first["reasons"] + second["reasons"])
 
@@ -110,8 +122,12 @@ def test_each_recompile_names_its_call_its_failed_guards_and_its_dynamic_dims(re
     """torch 2.13, a fresh run: the guard that failed is clean text (with the user's line where torch gives one),
     the call is the index into example_inputs, and a dimension or scalar made dynamic is said in words."""
     first, second = recompiling["dynamo"]["recompiles"]
-    assert (first["compile_id"], first["call_index"], second["compile_id"], second["call_index"]) == \
-        ("0/1", 1, "0/2", 2)
+    assert (first["compile_id"], first["call_index"], second["compile_id"], second["call_index"]) == (
+        "0/1",
+        1,
+        "0/2",
+        2,
+    )
     assert first["reasons"] == ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"]
     assert [d["symbol"][0] for d in first["dynamic_dims"]] == ["s"]
     assert first["dynamic_dims"][0]["source"] == "L['x'].size()[0]"
@@ -148,10 +164,12 @@ def test_a_restarted_frames_graph_code_and_breaks_meet(explore):
     graphs = report["dynamo"]["graphs"]
     assert [g["compile_id"] for g in graphs] == ["0/0_1", "1/0_1", "2/0"]
     assert all("[64, 1]" in g["code"] for g in graphs)  # the trace's code (with strides), not the fallback
-    assert [compile_key(b["compile_ids"][0]) for b in report["dynamo"]["graph_breaks"]] == \
-        [compile_key(g["compile_id"]) for g in graphs[:2]]
-    assert {compile_key(g["compile_id"]) for g in report["aot"]["graphs"]} == {compile_key(g["compile_id"])
-                                                                              for g in graphs}
+    assert [compile_key(b["compile_ids"][0]) for b in report["dynamo"]["graph_breaks"]] == [
+        compile_key(g["compile_id"]) for g in graphs[:2]
+    ]
+    assert {compile_key(g["compile_id"]) for g in report["aot"]["graphs"]} == {
+        compile_key(g["compile_id"]) for g in graphs
+    }
     assert report["summary"]["counts"]["graph_breaks"] == 2 and report["summary"]["counts"]["unique_graph_breaks"] == 2
 
 
@@ -166,13 +184,15 @@ def test_graph_breaks_kernels_under_inductor_meet_their_graphs_and_lines(explore
     assert post_grad == ["0/0_1", "1/0_1", "2/0"] and {k["compile_id"] for k in kernels} == set(post_grad)
     assert all(k["source_nodes"] and k["aten_ops"] and k["source_lines"] for k in kernels)
     assert [reportview.graph_id_of_kernel(inductor, k) for k in kernels] == [
-        f"postgrad-{post_grad.index(k['compile_id'])}" for k in kernels]
+        f"postgrad-{post_grad.index(k['compile_id'])}" for k in kernels
+    ]
     marked = {n["marks"]["kernel"] for g in inductor["post_grad_graphs"] for n in g["nodes"] if n["marks"]}
     assert {k["name"] for k in kernels} <= marked
     assert report["summary"]["counts"]["generated_kernels"] == len(kernels)
 
 
 # --- compile times that add up -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["mlp_train_bf16", "seed_default", "graph_break"])
 def test_compile_stages_are_exclusive_and_add_up_to_the_total(name):
@@ -216,8 +236,9 @@ def test_a_stored_report_with_nested_stages_is_shown_adding_up():
 def test_cache_counts_read_torchs_counters_and_the_cache_folders():
     from collections import Counter, defaultdict
 
-    counters = defaultdict(Counter, {"inductor": Counter(fxgraph_cache_hit=1),
-                                     "aot_autograd": Counter(autograd_cache_miss=2)})
+    counters = defaultdict(
+        Counter, {"inductor": Counter(fxgraph_cache_hit=1), "aot_autograd": Counter(autograd_cache_miss=2)}
+    )
     caches = cache_counts(counters, kernels=3, binaries_written=7)
     assert caches["fx_graph"] == {"hits": 1, "misses": 0, "bypasses": 0}
     assert caches["aot_autograd"]["misses"] == 2
@@ -248,13 +269,16 @@ def test_cold_and_warm_compiles_of_the_seed_with_cache_hits_per_stage(seed):
 
 # --- one name per count --------------------------------------------------------------------------------------
 
+
 def test_kernels_are_counted_as_generated_and_library_calls():
     log = recorded("mlp_train_bf16")
     outputs = logtap.read(log, "inductor.output_code")
     kernels = [k for o in outputs for k in inductor_stage.parse_kernels(o, "mlp_train_bf16.py")]
     calls = [c for o in outputs for c in inductor_stage.library_calls(o)]
     assert [(c["graph_kind"], c["name"], c["count"]) for c in calls] == [
-        ("forward", "extern_kernels.addmm", 2), ("backward", "extern_kernels.mm", 4)]
+        ("forward", "extern_kernels.addmm", 2),
+        ("backward", "extern_kernels.mm", 4),
+    ]
     summary = summarize({"inductor": {"kernels": kernels, "library_calls": calls}})
     assert summary["counts"]["generated_kernels"] == len(kernels) == 9
     assert summary["counts"]["library_calls"] == 6
@@ -262,12 +286,27 @@ def test_kernels_are_counted_as_generated_and_library_calls():
 
 
 def test_the_summary_counts_occurrences_and_unique_breaks_and_torchs_guards():
-    report = {"dynamo": {"graphs": [{}, {}], "graph_breaks": [{"count": 3}, {"count": 1}], "recompiles": [{}],
-                         "guards": [{"count": 7}, {"count": 5}]}, "aot": {"graphs": [{}]}}
+    report = {
+        "dynamo": {
+            "graphs": [{}, {}],
+            "graph_breaks": [{"count": 3}, {"count": 1}],
+            "recompiles": [{}],
+            "guards": [{"count": 7}, {"count": 5}],
+        },
+        "aot": {"graphs": [{}]},
+    }
     counts = summarize(report)["counts"]
     assert list(counts) == [key for key, _, _ in COUNTS]
-    assert counts == {"dynamo_graphs": 2, "graph_breaks": 4, "unique_graph_breaks": 2, "recompiles": 1,
-                      "guards": 12, "aot_graphs": 1, "generated_kernels": 0, "library_calls": 0}
+    assert counts == {
+        "dynamo_graphs": 2,
+        "graph_breaks": 4,
+        "unique_graph_breaks": 2,
+        "recompiles": 1,
+        "guards": 12,
+        "aot_graphs": 1,
+        "generated_kernels": 0,
+        "library_calls": 0,
+    }
     report["dynamo"]["guards"].append({"count": None})  # torch did not report one frame's count: unknown, not less
     assert summarize(report)["counts"]["guards"] is None
 
@@ -306,12 +345,21 @@ def test_a_reader_sees_only_what_it_declared():
 def test_malformed_records_are_counted_not_dropped(tmp_path):
     good = open(os.path.join(TRACES, "recompile.trace.log")).read().splitlines(keepends=True)
     prefix = good[0].split("] ", 1)[0] + "] "
-    broken = (good[:40] + ["this is not a trace record\n",
-                           prefix + json.dumps({"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0}) + "\n",
-                           "\t{not json\n",
-                           prefix + json.dumps({"artifact": {"name": "recompile_reasons", "encoding": "json"},
-                                                "frame_id": 0, "frame_compile_id": 1}) + "\n",
-                           '\t["0/0: cut off\n'] + good[40:])
+    broken = (
+        good[:40]
+        + [
+            "this is not a trace record\n",
+            prefix + json.dumps({"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0}) + "\n",
+            "\t{not json\n",
+            prefix
+            + json.dumps(
+                {"artifact": {"name": "recompile_reasons", "encoding": "json"}, "frame_id": 0, "frame_compile_id": 1}
+            )
+            + "\n",
+            '\t["0/0: cut off\n',
+        ]
+        + good[40:]
+    )
     path = tmp_path / "broken.trace.log"
     path.write_text("".join(broken))
     log = LoadedLog.load(str(path))
@@ -340,12 +388,24 @@ print(foreign, [a for a in artifacts_read() if log_state.is_artifact_enabled(a)]
     assert out.stdout.strip() == "[] ['cudagraphs', 'perf_hints']", out.stderr
 
 
-CONTEXT = {"dynamo.graph_breaks": {"user_file": "model.py"}, "dynamo.recompiles": {"user_file": "model.py"},
-           "inductor.fusion": {"scheduler": {}}}
+CONTEXT = {
+    "dynamo.graph_breaks": {"user_file": "model.py"},
+    "dynamo.recompiles": {"user_file": "model.py"},
+    "inductor.fusion": {"scheduler": {}},
+}
 
 
-@pytest.mark.parametrize("name", ["seed_default", "seed_reduce_overhead", "mlp_train_bf16", "graph_break",
-                                  "recompile", "input_mutation_cudagraph_skip"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "seed_default",
+        "seed_reduce_overhead",
+        "mlp_train_bf16",
+        "graph_break",
+        "recompile",
+        "input_mutation_cudagraph_skip",
+    ],
+)
 def test_every_registered_reader_runs_on_a_loaded_torch_2_11_log(name):
     """The readers are plain functions over event lists: a TORCH_TRACE / TORCH_LOGS_OUT pair read back from files
     feeds every one of them, and these recorded logs hold no record that cannot be read."""

@@ -1,4 +1,5 @@
 """Output errors against eager: computed wide, complex parts included, relative to the reference's magnitude."""
+
 import torch
 
 from engine.stages.runtime import max_errors

@@ -1,4 +1,5 @@
 """The issue's acceptance cases on real torch, CPU: each example's report holds what torch.compile really did."""
+
 import json
 
 import pytest
@@ -38,7 +39,12 @@ def test_seed_report_has_the_documented_paths_and_is_json(seed):
     graph = seed["dynamo"]["graphs"][0]
     assert graph["compile_id"] == "0/0"
     assert [n["target"] for n in graph["nodes"] if n["op"] == "call_function"] == [
-        "torch.sin", "torch.cos", "_operator.mul", "torch.tanh", "_operator.add"]
+        "torch.sin",
+        "torch.cos",
+        "_operator.mul",
+        "torch.tanh",
+        "_operator.add",
+    ]
     sin = next(n for n in graph["nodes"] if n["target"] == "torch.sin")
     assert sin["shape"] == [1024, 1024] and sin["dtype"] == "float32" and sin["line"] == 6
     assert seed["dynamo"]["guards"] and "TENSOR_MATCH" in seed["dynamo"]["guards"][0]["text"]

@@ -1,4 +1,5 @@
 """Bad input and faults: each gives a failed report naming the cause, the stage and the user's line."""
+
 import pytest
 
 from contract.report import checked_report
@@ -21,8 +22,10 @@ def test_missing_example_inputs_says_what_to_add(tmp_path):
 
 
 def test_exception_in_the_model_names_the_user_line(tmp_path):
-    code = ("import torch\n\n\ndef f(x):\n    y = x * 2\n    raise ValueError('bad shape')\n\n\n"
-            "model = f\nexample_inputs = (torch.ones(2),)\n")
+    code = (
+        "import torch\n\n\ndef f(x):\n    y = x * 2\n    raise ValueError('bad shape')\n\n\n"
+        "model = f\nexample_inputs = (torch.ones(2),)\n"
+    )
     report, events = run_code(tmp_path, code, configs=FAST)
     failure = report["failure"]
     assert failure["kind"] == "user_exception" and failure["stage"] == "eager" and failure["line"] == 6
@@ -33,9 +36,11 @@ def test_exception_in_the_model_names_the_user_line(tmp_path):
 
 def test_compile_failure_in_torch_names_the_stage(tmp_path):
     # Works eagerly, but a backend that raises makes torch.compile fail: the report names the stage.
-    code = ("import torch\nimport torch._dynamo\n\n"
-            "@torch._dynamo.register_backend\ndef broken(gm, example_inputs):\n    raise RuntimeError('no kernels today')\n\n"
-            "model = torch.compile(lambda x: x.sin(), backend='broken')\nexample_inputs = (torch.ones(3),)\n")
+    code = (
+        "import torch\nimport torch._dynamo\n\n"
+        "@torch._dynamo.register_backend\ndef broken(gm, example_inputs):\n    raise RuntimeError('no kernels today')\n\n"
+        "model = torch.compile(lambda x: x.sin(), backend='broken')\nexample_inputs = (torch.ones(3),)\n"
+    )
     report, _ = run_code(tmp_path, code, configs=FAST)
     assert report["status"] == "failed" and "no kernels today" in report["failure"]["message"]
     assert report["failure"]["line"] == 6
@@ -56,8 +61,9 @@ def test_crash_of_the_child_becomes_a_failed_report(tmp_path):
 
 def test_child_gets_no_secrets_from_the_parent_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "postgresql://secret@db/prod")
-    code = ("import os, torch\nprint('ENV', sorted(os.environ))\nmodel = lambda x: x\n"
-            "example_inputs = (torch.ones(1),)\n")
+    code = (
+        "import os, torch\nprint('ENV', sorted(os.environ))\nmodel = lambda x: x\nexample_inputs = (torch.ones(1),)\n"
+    )
     report, _ = run_code(tmp_path, code, configs=["eager"])
     assert report["status"] == "ok"
     assert "DATABASE_URL" not in report["user_output"]["stdout"] and "ENV" in report["user_output"]["stdout"]
@@ -82,13 +88,20 @@ example_inputs = (torch.ones(2),)
 """
 
 
-@pytest.mark.parametrize("change, named", [
-    ('report["dynamo"]["summary"]["graph_count"] = "many"',
-     "dynamo.summary.graph_count: Input should be a valid integer"),
-    ('report["runtime"]["benchmarks"][0]["verdict"] = "fast"',
-     "runtime.benchmarks[0].verdict: Extra inputs are not permitted"),
-    ('report["schema_version"] = 99', "report schema_version 99 is not one this pt2scope reads"),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (
+            'report["dynamo"]["summary"]["graph_count"] = "many"',
+            "dynamo.summary.graph_count: Input should be a valid integer",
+        ),
+        (
+            'report["runtime"]["benchmarks"][0]["verdict"] = "fast"',
+            "runtime.benchmarks[0].verdict: Extra inputs are not permitted",
+        ),
+        ('report["schema_version"] = 99', "report schema_version 99 is not one this pt2scope reads"),
+    ],
+)
 def test_an_invalid_report_from_the_child_is_a_failure_naming_the_field(tmp_path, change, named):
     report, _ = run_code(tmp_path, SPOIL_THE_REPORT.format(change=change), configs=["eager"])
     failure = report["failure"]

@@ -1,6 +1,7 @@
 """Models from the libraries people paste first, torchvision and Hugging Face transformers (the gallery's resnet18
 and hf_bert), run in a job: the worker's environment has both (requirements/torch.txt, requirements/engine.txt),
 and the job's sandbox reads them from the read-only Python environment, with no network (nothing is downloaded)."""
+
 import pytest
 
 from engine.sandbox import Isolation

@@ -1,5 +1,6 @@
 """GPU-only paths (Triton kernels, CUDA-graph decisions) tested on real logs recorded on an H200 with torch 2.11
 (tests/fixtures/traces-h200-torch2.11/README.md says how each was made). No GPU and no compile needed."""
+
 import os
 
 import pytest
@@ -67,8 +68,9 @@ def test_cudagraph_skip_reason_is_reported():
 
 def test_graph_breaks_and_recompiles_from_the_gpu_run():
     events = trace("graph_break")
-    breaks = parse_graph_breaks([e for e in events if e["event"] == "artifact:dynamo_graph_break_reason"],
-                                "graph_break.py")
+    breaks = parse_graph_breaks(
+        [e for e in events if e["event"] == "artifact:dynamo_graph_break_reason"], "graph_break.py"
+    )
     assert len(breaks) == 2 and all(b["line"] for b in breaks)
     events = trace("recompile")
     recompiles = parse_recompiles([e for e in events if e["event"] == "artifact:recompile_reasons"], [])

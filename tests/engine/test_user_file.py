@@ -1,4 +1,5 @@
 """One rule for "is this frame the user's file" (contract/userfile.py), used by every engine and page helper."""
+
 import json
 import os
 
@@ -7,7 +8,6 @@ import pytest
 from contract.userfile import is_user_file
 from engine.fxgraph import user_frames
 from engine.usercode import user_line, user_traceback
-
 
 # The same table the pages' copy of the rule is tested with (tests/js/user-file.test.js).
 with open(os.path.join(os.path.dirname(__file__), "..", "fixtures", "user_file_cases.json")) as f:
@@ -31,22 +31,32 @@ def _raise_through(first_file: str, first_code: str, user_file: str, user_code: 
 
 
 def test_the_user_traceback_starts_at_the_user_file_not_at_a_name_that_ends_like_it():
-    exc = _raise_through("/opt/lib/my_model.py", "def outer(f):\n    return f()\n",
-                         "model.py", "def inner():\n    raise ValueError('bad')\n")
+    exc = _raise_through(
+        "/opt/lib/my_model.py",
+        "def outer(f):\n    return f()\n",
+        "model.py",
+        "def inner():\n    raise ValueError('bad')\n",
+    )
     text = user_traceback(exc, "model.py")
     assert "my_model.py" not in text and 'File "model.py", line 2' in text and "ValueError: bad" in text
 
 
 def test_a_user_file_named_like_a_library_module_gets_its_own_line():
-    exc = _raise_through("utils.py", "def outer(f):\n    return f()\n",
-                         "/venv/lib/python3.11/site-packages/torch/_dynamo/utils.py",
-                         "\n\ndef inner():\n    raise RuntimeError('deep in torch')\n")
+    exc = _raise_through(
+        "utils.py",
+        "def outer(f):\n    return f()\n",
+        "/venv/lib/python3.11/site-packages/torch/_dynamo/utils.py",
+        "\n\ndef inner():\n    raise RuntimeError('deep in torch')\n",
+    )
     assert user_line(exc, "utils.py") == 2
 
 
 def test_node_provenance_keeps_only_the_user_frames():
-    trace = ('  File "/venv/lib/python3.11/site-packages/torch/nn/modules/utils.py", line 9, in forward\n'
-             '    return self.f(x)\n'
-             '  File "utils.py", line 4, in forward\n    return x.sin()\n')
-    assert user_frames(trace, "utils.py") == [{"file": "utils.py", "line": 4, "func": "forward",
-                                               "code": "return x.sin()"}]
+    trace = (
+        '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/utils.py", line 9, in forward\n'
+        "    return self.f(x)\n"
+        '  File "utils.py", line 4, in forward\n    return x.sin()\n'
+    )
+    assert user_frames(trace, "utils.py") == [
+        {"file": "utils.py", "line": 4, "func": "forward", "code": "return x.sin()"}
+    ]

@@ -1,5 +1,6 @@
 """Hostile and faulty code through a real worker (real broker, real bubblewrap): each run fails with a message
 naming the cause or the limit, the report page shows it, and the worker takes the next job at once."""
+
 import os
 import signal
 import subprocess
@@ -9,27 +10,38 @@ import urllib.request
 import pytest
 
 from engine.jobgroup import JobGroup
+from storage.config import PROJECT_ROOT
 from tests.support import SEED, Worker, make_settings, wait_for_run, wait_until
 from webapp import create_app
-from storage.config import PROJECT_ROOT
 
 CHEAP = ["eager", "backend_eager"]
 # Tight limits so each hostile run ends in seconds; the defaults are in docs/security.md. The wall clock leaves
 # room for 12 s of CPU on a loaded 2-core machine (load 10: 6 s of CPU took 22 s).
-LIMITS = dict(job_time_limit_s=90.0, cpu_time_limit_s=12.0, memory_limit_mb=3072, process_limit=64,
-              output_limit_mb=32)
+LIMITS = dict(job_time_limit_s=90.0, cpu_time_limit_s=12.0, memory_limit_mb=3072, process_limit=64, output_limit_mb=32)
 
 HOSTILE = {
-    "fork_bomb": ("import os\nwhile True:\n    os.fork()\n",
-                  "processes", "process limit of 64 processes and threads reached"),
-    "memory": ("import torch\nhuge = torch.empty(6 * 2**30, dtype=torch.uint8)  # 6 GiB, twice the limit\n",
-               "memory", "memory limit of 3072 MiB"),
-    "output_flood": ("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n",
-                     "output_limit", "limit of 32 MiB reached"),
+    "fork_bomb": (
+        "import os\nwhile True:\n    os.fork()\n",
+        "processes",
+        "process limit of 64 processes and threads reached",
+    ),
+    "memory": (
+        "import torch\nhuge = torch.empty(6 * 2**30, dtype=torch.uint8)  # 6 GiB, twice the limit\n",
+        "memory",
+        "memory limit of 3072 MiB",
+    ),
+    "output_flood": (
+        "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n",
+        "output_limit",
+        "limit of 32 MiB reached",
+    ),
     "busy_loop": ("while True:\n    pass\n", "cpu_time", "CPU time limit of 12 s reached"),
     "missing_names": ("import torch\nx = 1\n", "missing_name", "defines no top-level `model`"),
-    "model_exception": ("import torch\ndef f(x):\n    raise KeyError('no such layer')\nmodel = f\n"
-                        "example_inputs = (torch.ones(2),)\n", "user_exception", "KeyError: 'no such layer' (model.py:3)"),
+    "model_exception": (
+        "import torch\ndef f(x):\n    raise KeyError('no such layer')\nmodel = f\nexample_inputs = (torch.ones(2),)\n",
+        "user_exception",
+        "KeyError: 'no such layer' (model.py:3)",
+    ),
 }
 
 
@@ -42,8 +54,10 @@ def site(tmp_path_factory):
 
 def test_each_hostile_run_is_stopped_at_its_limit_and_the_worker_carries_on(site):
     client, worker, _ = site
-    run_ids = {name: client.post("/api/runs", json={"code": code, "configs": CHEAP}).get_json()["id"]
-               for name, (code, _, _) in HOSTILE.items()}
+    run_ids = {
+        name: client.post("/api/runs", json={"code": code, "configs": CHEAP}).get_json()["id"]
+        for name, (code, _, _) in HOSTILE.items()
+    }
     after = client.post("/api/runs", json={"code": SEED, "configs": CHEAP}).get_json()["id"]
     for name, (_, kind, message) in HOSTILE.items():
         status = wait_for_run(client, run_ids[name], timeout=120, worker=worker)
@@ -75,8 +89,10 @@ def test_twenty_submissions_at_once_all_finish_and_survive_a_web_restart(tmp_pat
     client = create_app(settings).test_client()
     with Worker(settings) as first, Worker(settings):
         # fresh: twenty jobs, not one job that nineteen identical submissions share
-        run_ids = [client.post("/api/runs", json={"code": SEED, "configs": ["eager"], "fresh": True}).get_json()["id"]
-                   for _ in range(20)]
+        run_ids = [
+            client.post("/api/runs", json={"code": SEED, "configs": ["eager"], "fresh": True}).get_json()["id"]
+            for _ in range(20)
+        ]
         statuses = [wait_for_run(client, run_id, timeout=600, worker=first) for run_id in run_ids]
     assert [s["status"] for s in statuses] == ["succeeded"] * 20
     # A real web server process, stopped and started again on the same database: every report is still there.
@@ -93,13 +109,18 @@ class _gunicorn:
 
     def __enter__(self):
         import socket
+
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", "webapp:create_app()"],
-            cwd=PROJECT_ROOT, env={**os.environ, **self.settings.to_env()}, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
+            cwd=PROJECT_ROOT,
+            env={**os.environ, **self.settings.to_env()},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}"
 
         def answers():
@@ -108,6 +129,7 @@ class _gunicorn:
                     return True
             except OSError:
                 return False
+
         wait_until(answers, timeout=60, what="gunicorn to answer")
         return url
 

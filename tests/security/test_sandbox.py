@@ -1,4 +1,5 @@
 """The sandbox, measured from inside a real job (real bubblewrap, real torch): what user code can reach."""
+
 import json
 import os
 import sys
@@ -7,7 +8,7 @@ from engine.job import JobRequest, run_job
 from engine.sandbox import Isolation, check
 from storage.config import PROJECT_ROOT
 
-PROBE = '''
+PROBE = """
 import json, os, socket
 import torch
 
@@ -41,7 +42,7 @@ found = {
 print("PROBE" + json.dumps(found))
 model = lambda x: x.sin()
 example_inputs = (torch.ones(2),)
-'''
+"""
 
 
 def _probe(tmp_path, monkeypatch):
@@ -52,12 +53,14 @@ def _probe(tmp_path, monkeypatch):
     other_job.mkdir()
     (other_job / "model.py").write_text("SECRET_MODEL = 1\n")
     host_tmp_file = f"/tmp/pt2scope-escape-{os.getpid()}"
-    code = (f"PROJECT = {PROJECT_ROOT!r}\nVENV = {sys.prefix!r}\nOTHER_JOB_FILE = {str(other_job / 'model.py')!r}\n"
-            f"HOST_TMP_FILE = {host_tmp_file!r}\n" + PROBE)
+    code = (
+        f"PROJECT = {PROJECT_ROOT!r}\nVENV = {sys.prefix!r}\nOTHER_JOB_FILE = {str(other_job / 'model.py')!r}\n"
+        f"HOST_TMP_FILE = {host_tmp_file!r}\n" + PROBE
+    )
     report = run_job(JobRequest(code=code, configs=["eager"]), job_dir=str(tmp_path / "job"), isolation=Isolation())
     assert report["status"] == "ok", report["failure"]
     line = next(out for out in report["user_output"]["stdout"].splitlines() if out.startswith("PROBE"))
-    return report, json.loads(line[len("PROBE"):]), host_tmp_file
+    return report, json.loads(line[len("PROBE") :]), host_tmp_file
 
 
 def test_user_code_finds_no_network_no_secrets_and_nothing_to_write_outside_its_folder(tmp_path, monkeypatch):
@@ -105,8 +108,9 @@ def test_a_report_file_swapped_for_a_link_is_not_followed(tmp_path):
     secret.write_text('{"status": "ok", "leak": "WORKER SECRET"}')
     secret.chmod(0o600)
     job = tmp_path / "job"
-    code = ("import os\nos.remove('stdout.txt')\nos.symlink(%r, 'stdout.txt')\nos.symlink(%r, 'report.json')\n"
-            "os._exit(0)\n") % (str(secret), str(secret))
+    code = (
+        "import os\nos.remove('stdout.txt')\nos.symlink(%r, 'stdout.txt')\nos.symlink(%r, 'report.json')\nos._exit(0)\n"
+    ) % (str(secret), str(secret))
     report = run_job(JobRequest(code=code, configs=["eager"]), job_dir=str(job), isolation=Isolation())
     assert os.path.islink(job / "report.json")  # the job did plant the links
     assert report["status"] == "failed" and "WORKER SECRET" not in json.dumps(report)
@@ -121,4 +125,3 @@ def test_the_child_python_is_named_by_a_path_that_is_bound_into_the_sandbox(tmp_
     bound = [args[i + 1] for i, arg in enumerate(args) if arg == "--ro-bind"]
     assert any(CHILD_PYTHON.startswith(path.rstrip("/") + "/") for path in bound), (CHILD_PYTHON, bound)
     assert os.path.realpath(os.path.dirname(CHILD_PYTHON)) == os.path.dirname(CHILD_PYTHON)
-

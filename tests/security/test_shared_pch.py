@@ -1,4 +1,5 @@
 """The shared precompiled header: built once by a trusted warm-up, used by every CPU job, changed by none."""
+
 import hashlib
 import json
 import os
@@ -19,8 +20,9 @@ def warm(tmp_path_factory):
 
 
 def _digests(folder):
-    return {name: hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest()
-            for name in os.listdir(folder)}
+    return {
+        name: hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest() for name in os.listdir(folder)
+    }
 
 
 def test_an_inductor_job_compiles_with_the_shared_header_instead_of_its_own(warm, tmp_path):
@@ -34,7 +36,8 @@ def test_an_inductor_job_compiles_with_the_shared_header_instead_of_its_own(warm
 
 def test_a_job_cannot_change_replace_or_delete_the_shared_header(warm, tmp_path):
     before = _digests(warm.shared_pch_dir)
-    code = '''
+    code = (
+        """
 import json, os, tempfile
 folder = os.path.join(tempfile.gettempdir(), %r)
 results = {}
@@ -56,11 +59,13 @@ print("RESULTS" + json.dumps(results))
 import torch
 model = lambda x: x
 example_inputs = (torch.ones(1),)
-''' % PCH_SUBDIR
+"""
+        % PCH_SUBDIR
+    )
     report = run_job(JobRequest(code=code, configs=["eager"]), str(tmp_path), isolation=warm)
     assert report["status"] == "ok", report["failure"]
     line = next(out for out in report["user_output"]["stdout"].splitlines() if out.startswith("RESULTS"))
-    results = json.loads(line[len("RESULTS"):])
+    results = json.loads(line[len("RESULTS") :])
     assert len(results) == 4 * len([name for name in before if not name.startswith(".")])
     assert all(outcome != "done" for outcome in results.values()), results
     assert _digests(warm.shared_pch_dir) == before

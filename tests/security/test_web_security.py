@@ -1,12 +1,13 @@
 """Web hardening without a worker: CSRF, headers, rate limits, size limits, uploads, traversal, listing."""
+
 import io
 import re
 
 import pytest
 
+from storage.models import Run
 from tests.support import SEED, form_token, make_settings
 from webapp import create_app
-from storage.models import Run
 from webapp.security import CONTENT_SECURITY_POLICY
 
 
@@ -26,8 +27,10 @@ def test_every_response_carries_the_security_headers_and_no_inline_script(client
         headers = client.get(path).headers
         assert headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY, path
         assert headers["X-Content-Type-Options"] == "nosniff" and headers["X-Frame-Options"] == "DENY"
-    assert "script-src 'self'" in CONTENT_SECURITY_POLICY and "unsafe-inline" not in \
-        CONTENT_SECURITY_POLICY.split("script-src")[1].split(";")[0]
+    assert (
+        "script-src 'self'" in CONTENT_SECURITY_POLICY
+        and "unsafe-inline" not in CONTENT_SECURITY_POLICY.split("script-src")[1].split(";")[0]
+    )
     for path in ("/", f"/r/{run_id}"):
         html = client.get(path).get_data(as_text=True)
         assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html), path  # every script is a file
@@ -52,8 +55,11 @@ def test_oversized_code_uploads_and_requests_are_refused_with_the_limit(client, 
     big = "x = 1\n" * (settings.max_code_bytes // 6 + 10)
     api = client.post("/api/runs", json={"code": big})
     assert api.status_code == 400 and f"larger than {limit_kib} KiB" in api.get_json()["errors"]["code"]
-    upload = client.post("/", data={**form_token(client), "code": "", "upload": (io.BytesIO(big.encode()), "big.py")},
-                         content_type="multipart/form-data")
+    upload = client.post(
+        "/",
+        data={**form_token(client), "code": "", "upload": (io.BytesIO(big.encode()), "big.py")},
+        content_type="multipart/form-data",
+    )
     assert upload.status_code == 422 and f"larger than {limit_kib} KiB" in upload.get_data(as_text=True)
     huge = client.post("/api/runs", json={"code": "x" * (5 * settings.max_code_bytes)})
     assert huge.status_code == 413 and f"at most {limit_kib} KiB" in huge.get_json()["errors"]["body"]
@@ -67,25 +73,38 @@ def test_only_python_text_is_accepted_and_nothing_is_unpickled(client, db):
     class Boom:
         def __reduce__(self):
             return (exec, ("open('/tmp/pt2scope-unpickled', 'w').write('x')",))
+
     payload = pickle.dumps(Boom())
     for filename, expected in (("model.pt", "Upload a Python file (.py)"), ("model.py", "not UTF-8 text")):
-        response = client.post("/", data={**form_token(client), "code": "",
-                                          "upload": (io.BytesIO(payload), filename)},
-                               content_type="multipart/form-data")
+        response = client.post(
+            "/",
+            data={**form_token(client), "code": "", "upload": (io.BytesIO(payload), filename)},
+            content_type="multipart/form-data",
+        )
         assert response.status_code == 422 and expected in response.get_data(as_text=True)
     nul = client.post("/api/runs", json={"code": "import torch\0\n"})
     assert nul.status_code == 400 and "NUL bytes" in nul.get_json()["errors"]["code"]
     assert db.query(Run).count() == 0
     import os
+
     assert not os.path.exists("/tmp/pt2scope-unpickled")
 
 
-@pytest.mark.parametrize("path", [
-    "/examples/..%2f..%2fwebapp%2fconfig.py", "/examples/../storage/config.py", "/static/../storage/config.py",
-    "/static/..%2fwebapp%2fconfig.py", "/static/%2e%2e/storage/config.py", "/r/..%2f..%2fetc%2fpasswd",
-    "/r/x/..%2f..%2fetc%2fpasswd", "/r/x/report.json/../../../etc/passwd", "/api/runs/..%2f..%2fetc%2fpasswd",
-    "/r/x/graphs/..%2f..%2fetc%2fpasswd.json",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/examples/..%2f..%2fwebapp%2fconfig.py",
+        "/examples/../storage/config.py",
+        "/static/../storage/config.py",
+        "/static/..%2fwebapp%2fconfig.py",
+        "/static/%2e%2e/storage/config.py",
+        "/r/..%2f..%2fetc%2fpasswd",
+        "/r/x/..%2f..%2fetc%2fpasswd",
+        "/r/x/report.json/../../../etc/passwd",
+        "/api/runs/..%2f..%2fetc%2fpasswd",
+        "/r/x/graphs/..%2f..%2fetc%2fpasswd.json",
+    ],
+)
 def test_no_url_reaches_a_file_outside_what_it_serves(client, path):
     response = client.get(path)
     assert response.status_code in (404, 308, 400), (path, response.status_code)

@@ -1,9 +1,9 @@
 import pytest
 from sqlalchemy import create_engine, text
 
+from storage.db import session_factory
 from tests.support import make_settings
 from webapp import create_app
-from storage.db import session_factory
 
 
 @pytest.fixture
@@ -30,6 +30,7 @@ def db(settings):
 @pytest.fixture
 def broker_messages(settings):
     """Messages waiting in the real SQLite broker (no worker consumes them in these tests)."""
+
     def count() -> int:
         engine = create_engine(settings.broker_url.removeprefix("sqla+"))
         with engine.connect() as connection:
@@ -37,4 +38,5 @@ def broker_messages(settings):
             result = connection.execute(text("SELECT COUNT(*) FROM kombu_message")).scalar() if has_table else 0
         engine.dispose()
         return result
+
     return count

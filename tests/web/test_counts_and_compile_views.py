@@ -1,5 +1,6 @@
 """One name per count, read from the engine's summary on every page and in the API; compile times that add up,
 cold beside warm; recompiles in words (issue 9, items 6, 8, 9)."""
+
 import json
 import os
 import re
@@ -21,40 +22,100 @@ def report():
         report = checked_report(json.load(f))  # the stored fixture, as the current schema reads it
     dynamo = report["dynamo"]
     dynamo["guards"] = [{**dynamo["guards"][0], "count": 10}, {"compile_id": "0/1", "text": "", "count": 11}]
-    dynamo["graph_breaks"] = [{"reason": "print", "explanation": "", "hints": [], "doc_url": None, "file": "seed.py",
-                               "line": 6, "code": "print(x)", "count": 3, "compile_ids": ["0/0"], "user_stack": [],
-                               "text": "Graph break"}]
-    dynamo["recompiles"] = [{
-        "compile_id": "0/1", "call_index": 1, "function": "f", "where": "seed.py:5",
-        "reason": "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6", "reasons": ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"],
-        "failed_guards": [{"compile_id": "0/0", "guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6",
-                           "location": None, "user_line": None}],
-        "dynamic_dims": [{"symbol": "s77", "source": "L['x'].size()[0]", "value": "6",
-                          "text": "Dimension 0 of x became dynamic (symbol s77, 6 in this call)"}],
-        "text": "Recompiled f for the call on example_inputs[1] (compile 0/1): compile 0/0 rejected it: tensor 'x' "
-                "size mismatch at index 0. expected 4, actual 6. Dimension 0 of x became dynamic (symbol s77)."}]
-    report["inductor"]["library_calls"] = [{"compile_id": "0/0", "graph_kind": "inference",
-                                            "name": "extern_kernels.mm", "count": 2}]
-    cold = {"dynamo": 0.25, "aot_autograd": 1.28, "inductor": 0.52, "codegen": 2.32, "backward": 0.0, "other": 0.06,
-            "total": 4.43}
-    warm = {"dynamo": 0.2, "aot_autograd": 0.5, "inductor": 0.0, "codegen": 0.0, "backward": 0.0, "other": 0.0,
-            "total": 0.7}
+    dynamo["graph_breaks"] = [
+        {
+            "reason": "print",
+            "explanation": "",
+            "hints": [],
+            "doc_url": None,
+            "file": "seed.py",
+            "line": 6,
+            "code": "print(x)",
+            "count": 3,
+            "compile_ids": ["0/0"],
+            "user_stack": [],
+            "text": "Graph break",
+        }
+    ]
+    dynamo["recompiles"] = [
+        {
+            "compile_id": "0/1",
+            "call_index": 1,
+            "function": "f",
+            "where": "seed.py:5",
+            "reason": "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6",
+            "reasons": ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"],
+            "failed_guards": [
+                {
+                    "compile_id": "0/0",
+                    "guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6",
+                    "location": None,
+                    "user_line": None,
+                }
+            ],
+            "dynamic_dims": [
+                {
+                    "symbol": "s77",
+                    "source": "L['x'].size()[0]",
+                    "value": "6",
+                    "text": "Dimension 0 of x became dynamic (symbol s77, 6 in this call)",
+                }
+            ],
+            "text": "Recompiled f for the call on example_inputs[1] (compile 0/1): compile 0/0 rejected it: tensor 'x' "
+            "size mismatch at index 0. expected 4, actual 6. Dimension 0 of x became dynamic (symbol s77).",
+        }
+    ]
+    report["inductor"]["library_calls"] = [
+        {"compile_id": "0/0", "graph_kind": "inference", "name": "extern_kernels.mm", "count": 2}
+    ]
+    cold = {
+        "dynamo": 0.25,
+        "aot_autograd": 1.28,
+        "inductor": 0.52,
+        "codegen": 2.32,
+        "backward": 0.0,
+        "other": 0.06,
+        "total": 4.43,
+    }
+    warm = {
+        "dynamo": 0.2,
+        "aot_autograd": 0.5,
+        "inductor": 0.0,
+        "codegen": 0.0,
+        "backward": 0.0,
+        "other": 0.0,
+        "total": 0.7,
+    }
     hit = {"hits": 1, "misses": 0, "bypasses": 0, "state": None}
     kernels = {"hits": 1, "misses": 0, "generated": 1, "binaries_written": 0, "state": None}
     report["runtime"]["compile_seconds"] = cold
     report["runtime"]["compile_cache"] = {
-        "cold": {"seconds": cold, "caches": {"fx_graph": {**hit, "hits": 0}, "aot_autograd": {**hit, "hits": 0},
-                                             "kernels": {**kernels, "hits": 0, "misses": 1, "binaries_written": 7}}},
+        "cold": {
+            "seconds": cold,
+            "caches": {
+                "fx_graph": {**hit, "hits": 0},
+                "aot_autograd": {**hit, "hits": 0},
+                "kernels": {**kernels, "hits": 0, "misses": 1, "binaries_written": 7},
+            },
+        },
         "warmup": None,
-        "warm": {"status": "ok", "reason": None, "config": "inductor_default", "seconds": warm, "wall_seconds": 6.0,
-                 "caches": {"fx_graph": hit, "aot_autograd": hit, "kernels": kernels}}}
+        "warm": {
+            "status": "ok",
+            "reason": None,
+            "config": "inductor_default",
+            "seconds": warm,
+            "wall_seconds": 6.0,
+            "caches": {"fx_graph": hit, "aot_autograd": hit, "kernels": kernels},
+        },
+    }
     report["summary"] = summarize(report)
     return report
 
 
 def _store(client, db, report):
-    slug = client.post("/api/runs", json={"code": report["source"]["code"] or SEED,
-                                          "filename": report["source"]["filename"]}).get_json()["id"]
+    slug = client.post(
+        "/api/runs", json={"code": report["source"]["code"] or SEED, "filename": report["source"]["filename"]}
+    ).get_json()["id"]
     run = runstore.get_run(db, slug)
     runstore.store_report(db, run.id, report)
     return run
@@ -62,8 +123,12 @@ def _store(client, db, report):
 
 def test_the_api_and_every_page_show_the_engines_counts(client, db, report):
     counts = report["summary"]["counts"]
-    assert (counts["guards"], counts["graph_breaks"], counts["unique_graph_breaks"], counts["library_calls"]) == \
-        (21, 3, 1, 2)
+    assert (counts["guards"], counts["graph_breaks"], counts["unique_graph_breaks"], counts["library_calls"]) == (
+        21,
+        3,
+        1,
+        2,
+    )
     run = _store(client, db, report)
     api = client.get(f"/api/runs/{run.slug}").get_json()["summary"]
     assert {key: api[key] for key in counts} == counts  # not recounted: guards were 2 trees, breaks 1 unique
@@ -79,10 +144,10 @@ def test_the_api_and_every_page_show_the_engines_counts(client, db, report):
 def test_the_runtime_tab_shows_exclusive_stages_that_add_up_cold_beside_warm(client, db, report):
     run = _store(client, db, report)
     html = client.get(f"/r/{run.slug}/runtime").get_data(as_text=True)
-    table = html[html.index('id="compile-stages"'):html.index("</table>", html.index('id="compile-stages"'))]
+    table = html[html.index('id="compile-stages"') : html.index("</table>", html.index('id="compile-stages"'))]
     cold_cells = [float(v) for v in re.findall(r'<tr><td>[^<]+</td><td class="num">([0-9.]+) s', table)]
     assert sum(cold_cells) == pytest.approx(report["runtime"]["compile_seconds"]["total"], abs=0.01)
     assert "stages nest" not in html and "add up" in html
     assert 'id="warm-compile-total">0.70 s' in html and "warm (every cache filled)" in html
-    caches = html[html.index('id="compile-caches"'):]
+    caches = html[html.index('id="compile-caches"') :]
     assert "FX graph cache" in caches and "1 hit, 0 misses" in caches

@@ -1,6 +1,7 @@
 """Progress that tells the truth (steps in the order they run, the current one with its config, the time left,
 tabs readable as soon as their stage has finished) and errors at the right time (a syntax error at submit; a
 failed run's tabs say which stage it did not reach). Events are recorded as the worker records the engine's."""
+
 import json
 import os
 import re
@@ -21,8 +22,9 @@ def _report(name):
 
 def _queued(client, db, configs, code=None) -> Run:
     report = _report("seed")
-    slug = client.post("/api/runs", json={"code": code or report["source"]["code"], "filename": "seed.py",
-                                          "configs": configs}).get_json()["id"]
+    slug = client.post(
+        "/api/runs", json={"code": code or report["source"]["code"], "filename": "seed.py", "configs": configs}
+    ).get_json()["id"]
     return runstore.get_run(db, slug)
 
 
@@ -33,29 +35,52 @@ def _claim(db, run):
 
 
 def _event(db, run, stage, state, seconds=None, config=None, elapsed=None):
-    runstore.record_event(db, run.id, {"event": "stage", "stage": stage, "state": state, "seconds": seconds,
-                                       "config": config, "elapsed_s": elapsed})
+    runstore.record_event(
+        db,
+        run.id,
+        {"event": "stage", "stage": stage, "state": state, "seconds": seconds, "config": config, "elapsed_s": elapsed},
+    )
 
 
 def test_progress_lists_the_steps_in_run_order_names_the_current_one_and_estimates_the_rest(client, db):
     run = _queued(client, db, ["eager", "aot_eager", "inductor_default"])
     _claim(db, run)
-    for stage, seconds in (("load", 2.0), ("eager", 0.1), ("dynamo", 0.5), ("aot", 1.0), ("inductor", 8.0),
-                           ("report", 0.1)):
+    for stage, seconds in (
+        ("load", 2.0),
+        ("eager", 0.1),
+        ("dynamo", 0.5),
+        ("aot", 1.0),
+        ("inductor", 8.0),
+        ("report", 0.1),
+    ):
         _event(db, run, stage, "started", config="inductor_default" if stage in ("dynamo", "aot", "inductor") else None)
-        _event(db, run, stage, "finished", seconds,
-               config="inductor_default" if stage in ("dynamo", "aot", "inductor") else None)
+        _event(
+            db,
+            run,
+            stage,
+            "finished",
+            seconds,
+            config="inductor_default" if stage in ("dynamo", "aot", "inductor") else None,
+        )
     _event(db, run, "benchmark", "started", config="eager")
     _event(db, run, "benchmark", "finished", 1.5, config="eager")
     _event(db, run, "benchmark", "started", config="inductor_default")
     status = client.get(f"/api/runs/{run.slug}").get_json()
     steps = [(s["stage"], s["config"], s["state"]) for s in status["steps"]]
     assert steps == [
-        ("load", None, "finished"), ("eager", None, "finished"), ("dynamo", "inductor_default", "finished"),
-        ("aot", "inductor_default", "finished"), ("inductor", "inductor_default", "finished"),
-        ("report", None, "finished"), ("benchmark", "eager", "finished"),
-        ("benchmark", "inductor_default", "started"), ("benchmark", "aot_eager", "pending"),
-        ("benchmark", None, "pending"), ("profile", None, "pending"), ("warm_compile", "inductor_default", "pending")]
+        ("load", None, "finished"),
+        ("eager", None, "finished"),
+        ("dynamo", "inductor_default", "finished"),
+        ("aot", "inductor_default", "finished"),
+        ("inductor", "inductor_default", "finished"),
+        ("report", None, "finished"),
+        ("benchmark", "eager", "finished"),
+        ("benchmark", "inductor_default", "started"),
+        ("benchmark", "aot_eager", "pending"),
+        ("benchmark", None, "pending"),
+        ("profile", None, "pending"),
+        ("warm_compile", "inductor_default", "pending"),
+    ]
     assert status["current"]["stage"] == "benchmark" and status["current"]["config"] == "inductor_default"
     # Still to come: this benchmark, the timed rounds and profiling (about a benchmark each), aot_eager, which
     # compiles again (about the recorded compile, 9.5 s), and the warm compiles (about the recorded compile too).
@@ -64,7 +89,7 @@ def test_progress_lists_the_steps_in_run_order_names_the_current_one_and_estimat
     by_stage = {s["stage"]: s["state"] for s in status["stages"]}
     assert by_stage["benchmark"] == "started" and by_stage["profile"] == "pending"
     html = client.get(f"/r/{run.slug}").get_data(as_text=True)
-    assert 'Now: <strong>benchmark</strong>' in html and "<code>inductor_default</code>" in html
+    assert "Now: <strong>benchmark</strong>" in html and "<code>inductor_default</code>" in html
     assert "about 25 s left" in html
 
 
@@ -111,8 +136,9 @@ def test_a_failed_runs_tabs_say_which_stage_it_did_not_reach(client, db):
     _event(db, run, "load", "started")
     _event(db, run, "load", "failed")
     request = {**asdict(JobRequest(code=run.code)), "configs": run.configs}
-    runstore.store_report(db, run.id, failed_report(request, "load", "user_exception",
-                                                    "NameError: name 'modle' is not defined", line=9))
+    runstore.store_report(
+        db, run.id, failed_report(request, "load", "user_exception", "NameError: name 'modle' is not defined", line=9)
+    )
     dynamo = client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True)
     assert "No graph break" not in dynamo
     assert "the run failed during load, before it reached Dynamo" in " ".join(dynamo.split())
@@ -141,7 +167,9 @@ def test_a_run_that_failed_in_dynamo_marks_that_stage_and_the_ones_it_did_not_re
     overview = client.get(f"/r/{run.slug}").get_data(as_text=True)
     states = dict(re.findall(r'id="pipe-(\w+)" data-state="(\w+)"', overview))
     assert states == {"dynamo": "failed", "aot": "not_reached", "inductor": "not_reached", "runtime": "not_reached"}
-    assert "failed here: torch.compile failed in stage &#39;dynamo&#39;: Unsupported: data-dependent branch<" in overview
+    assert (
+        "failed here: torch.compile failed in stage &#39;dynamo&#39;: Unsupported: data-dependent branch<" in overview
+    )
     dynamo = " ".join(client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True).split())
     assert "No graph break:" not in dynamo
     assert "No graph break recorded: the run failed during dynamo" in dynamo

@@ -1,18 +1,20 @@
 """The reaper fails runs whose worker died; it leaves runs of live workers alone."""
+
 import os
 import subprocess
 import sys
 from datetime import timedelta
 
-from tests.support import SEED
 from storage import runstore
 from storage.models import FAILED, RUNNING, WorkerHeartbeat, utcnow
 from storage.runstore import Submission
+from tests.support import SEED
 
 
 def _running_run(db, worker_name, pid=None, started_ago_s=0.0):
-    run = runstore.create_run(db, Submission(code=SEED, filename="model.py", device="cpu", train=None,
-                                             configs=["eager"]))
+    run = runstore.create_run(
+        db, Submission(code=SEED, filename="model.py", device="cpu", train=None, configs=["eager"])
+    )
     runstore.claim_run(db, run.id, worker_name, pid or os.getpid())
     run.started_at = utcnow() - timedelta(seconds=started_ago_s)
     db.commit()

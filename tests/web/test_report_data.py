@@ -1,5 +1,6 @@
 """What the report tabs compute from real sample reports (tests/fixtures/reports): graph endpoints, provenance,
 kernel timing and roofline share, fusion decisions in words, the host-bound diagnosis."""
+
 import json
 import os
 
@@ -18,9 +19,16 @@ def _report(name: str) -> dict:
 
 
 def _store(db, report: dict) -> str:
-    run = runstore.create_run(db, runstore.Submission(code=report["source"]["code"],
-                                                      filename=report["source"]["filename"], device="cpu",
-                                                      train=None, configs=["eager"]))
+    run = runstore.create_run(
+        db,
+        runstore.Submission(
+            code=report["source"]["code"],
+            filename=report["source"]["filename"],
+            device="cpu",
+            train=None,
+            configs=["eager"],
+        ),
+    )
     runstore.store_report(db, run.id, report)
     return run.slug
 
@@ -38,8 +46,9 @@ def test_each_graph_has_its_own_endpoint_and_the_page_does_not_carry_its_nodes(c
         assert [column["values"][k] for k in column["index"]] == [n.get(key) for n in recorded], key
     assert len(forward["columns"]["module_stack"]["values"]) < len(recorded) / 2  # stored once per distinct stack
     offsets, args = forward["arg_offsets"], forward["args"]
-    assert [[forward["names"][j] for j in args[offsets[i]:offsets[i + 1]]] for i in range(len(recorded))] == \
-        [n["args"] for n in recorded]
+    assert [[forward["names"][j] for j in args[offsets[i] : offsets[i + 1]]] for i in range(len(recorded))] == [
+        n["args"] for n in recorded
+    ]
     assert client.get(f"/r/{slug}/graphs/func-0-before.json").get_json()["title"] == "Before functionalization 0/0"
     assert client.get(f"/r/{slug}/graphs/postgrad-1.json").get_json()["kind"] == "backward"
     for missing in ("aot-9", "postgrad-x", "../dynamo-0", "func-0-sideways"):
@@ -55,15 +64,25 @@ def test_graphs_are_stored_as_the_viewer_reads_them_and_built_on_first_request_f
     slug = _store(db, report)
     run = runstore.get_run(db, slug)
     stored = {row.graph_id for row in db.scalars(select(ReportGraph).where(ReportGraph.run_id == run.id))}
-    assert stored == {"dynamo-0", "aot-0", "aot-1", "aot-2", "func-0-before", "func-0-after", "postgrad-0",
-                      "postgrad-1"}
-    outline = json.loads(db.scalar(select(ReportSection.outline).where(ReportSection.run_id == run.id,
-                                                                       ReportSection.name == "aot")))
+    assert stored == {
+        "dynamo-0",
+        "aot-0",
+        "aot-1",
+        "aot-2",
+        "func-0-before",
+        "func-0-after",
+        "postgrad-0",
+        "postgrad-1",
+    }
+    outline = json.loads(
+        db.scalar(select(ReportSection.outline).where(ReportSection.run_id == run.id, ReportSection.name == "aot"))
+    )
     assert "nodes" not in outline["graphs"][0] and outline["graphs"][0]["kind"] == "joint"
     assert "nodes" not in outline["functionalization"][0]["before"]
     sent = client.get(f"/r/{slug}/graphs/aot-0.json")
-    assert sent.get_data(as_text=True) == db.scalar(select(ReportGraph.body).where(
-        ReportGraph.run_id == run.id, ReportGraph.graph_id == "aot-0"))
+    assert sent.get_data(as_text=True) == db.scalar(
+        select(ReportGraph.body).where(ReportGraph.run_id == run.id, ReportGraph.graph_id == "aot-0")
+    )
 
     # A run stored before graphs were: its graph is built from the section on the first request, then kept.
     db.execute(delete(ReportGraph).where(ReportGraph.run_id == run.id))
@@ -94,8 +113,9 @@ def test_provenance_is_stored_with_the_report_and_derived_once_for_a_run_stored_
     db.execute(delete(ReportPiece).where(ReportPiece.run_id == run.id))  # as a run stored before pieces were
     db.commit()
     assert client.get(f"/r/{slug}/provenance.json?line=6").get_json() == expected
-    assert db.scalar(select(ReportPiece.body).where(ReportPiece.run_id == run.id,
-                                                    ReportPiece.key == runstore.provenance_key(6)))
+    assert db.scalar(
+        select(ReportPiece.body).where(ReportPiece.run_id == run.id, ReportPiece.key == runstore.provenance_key(6))
+    )
 
 
 def test_a_line_behind_a_huge_graph_lists_a_capped_number_of_nodes_with_the_total():
@@ -122,8 +142,9 @@ def test_fusion_decisions_grouped_by_reason_in_words_with_their_nodes_and_kernel
     graphs = reportview.fusion_groups(inductor)
     backward = next(g for g in graphs if g["kind"] == "backward")
     assert backward["graph_id"] == "postgrad-1"
-    assert backward["fused"] == sum(d.get("count") or 1 for d in inductor["fusion_decisions"]
-                                    if d["kind"] == "backward" and d["action"] == "fused")
+    assert backward["fused"] == sum(
+        d.get("count") or 1 for d in inductor["fusion_decisions"] if d["kind"] == "backward" and d["action"] == "fused"
+    )
     fused, *others = backward["groups"]
     assert fused["words"] == "fused"
     pair = next(d for d in fused["decisions"] if d["first"]["name"] == "op0")
@@ -166,7 +187,9 @@ def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():
 def test_the_guard_tree_folds_counts_its_guards_and_marks_the_failed_one():
     dynamo = _report("recompile")["dynamo"]
     first, second = reportview.guards_by_compile_id(dynamo)
-    assert first["failed"] == [{"guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6", "recompile": "0/1"}]
+    assert first["failed"] == [
+        {"guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6", "recompile": "0/1"}
+    ]
     tree, failed = reportview.guard_tree(first["text"], first["failed"])
     (root,) = tree
     leaves = [line for line in first["text"].splitlines() if "+- " in line and "GuardManager" not in line]

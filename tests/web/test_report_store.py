@@ -1,5 +1,6 @@
 """Storage and the report contract: a report is validated where it is stored, and a report stored under an older
 schema_version is upgraded on its first read; an unknown version is refused with a clear message."""
+
 import json
 import os
 
@@ -18,9 +19,16 @@ def _fixture(name: str) -> dict:
 
 
 def _new_run(db, report: dict):
-    return runstore.create_run(db, runstore.Submission(code=report["source"]["code"],
-                                                      filename=report["source"]["filename"], device="cpu",
-                                                      train=None, configs=["eager"]))
+    return runstore.create_run(
+        db,
+        runstore.Submission(
+            code=report["source"]["code"],
+            filename=report["source"]["filename"],
+            device="cpu",
+            train=None,
+            configs=["eager"],
+        ),
+    )
 
 
 def _stored_as_before(db, report: dict):
@@ -39,8 +47,9 @@ def test_an_invalid_report_is_not_stored_and_fails_the_run_naming_the_field(clie
     runstore.store_report(db, run.id, report)
     error = client.get(f"/api/runs/{run.slug}").get_json()["error"]
     assert error["kind"] == "invalid_report" and error["stage"] == "report"
-    assert error["message"] == ("report from the job is invalid: runtime.benchmarks[0].median_ms: Input should be "
-                                "a valid number")
+    assert error["message"] == (
+        "report from the job is invalid: runtime.benchmarks[0].median_ms: Input should be a valid number"
+    )
     assert not runstore.has_report(db, run)
 
 
@@ -53,8 +62,9 @@ def test_a_v1_report_stored_before_is_upgraded_on_its_first_read(client, db):
     assert sections["isolation"]["limits"]["time_limit_s"] is None  # v1 had no such section: v2's defaults
     assert all(b["grad_max_abs_error"] is None for b in sections["runtime"]["benchmarks"])
     # Upgraded in place, once: the rows now hold the current version, and every reader sees it.
-    stored = db.scalar(select(ReportSection.body).where(ReportSection.run_id == run.id,
-                                                        ReportSection.name == "schema_version"))
+    stored = db.scalar(
+        select(ReportSection.body).where(ReportSection.run_id == run.id, ReportSection.name == "schema_version")
+    )
     assert json.loads(stored) == SCHEMA_VERSION
     assert json.loads(client.get(f"/api/runs/{run.slug}/report").data)["schema_version"] == SCHEMA_VERSION
     assert client.get(f"/r/{run.slug}/graphs/dynamo-0.json").status_code == 200
@@ -70,4 +80,5 @@ def test_a_report_of_an_unknown_version_is_refused_with_a_clear_message(client, 
     assert response.status_code == 500
     assert response.get_data(as_text=True) == (
         "this run's stored report cannot be read: report schema_version 7 is not one this pt2scope reads (1, 2): it "
-        "was written by a newer pt2scope; upgrade this one to read it\n")
+        "was written by a newer pt2scope; upgrade this one to read it\n"
+    )

@@ -1,27 +1,36 @@
 """The status page and API: online workers with their devices, queue lengths; the health check."""
+
 from datetime import timedelta
 
-from tests.support import SEED
-from webapp import create_app
 from storage import runstore
 from storage.config import Settings
 from storage.models import RUNNING, WorkerHeartbeat, utcnow
 from storage.runstore import Submission
+from tests.support import SEED
+from webapp import create_app
 
-H200_WORKER = {"cpu": "Intel(R) Xeon(R) Platinum 8480C", "cpus": 16, "gpus": ["NVIDIA H200"],
-               "torch": "2.13.0+cu130", "triton": "3.7.0", "python": "3.11.7"}
+H200_WORKER = {
+    "cpu": "Intel(R) Xeon(R) Platinum 8480C",
+    "cpus": 16,
+    "gpus": ["NVIDIA H200"],
+    "torch": "2.13.0+cu130",
+    "triton": "3.7.0",
+    "python": "3.11.7",
+}
 
 
 def _submit(db, device: str):
-    return runstore.create_run(db, Submission(code=SEED, filename="seed.py", device=device, train=None,
-                                              configs=["eager"]))
+    return runstore.create_run(
+        db, Submission(code=SEED, filename="seed.py", device=device, train=None, configs=["eager"])
+    )
 
 
 def test_status_lists_only_live_workers_with_their_device(client, db, settings):
     runstore.beat(db, "gpu0-ab12cd@node1", ["gpu"], pid=10, device=H200_WORKER)
     runstore.beat(db, "cpu-dead00@node2", ["cpu"], pid=11, device={**H200_WORKER, "gpus": []})
     db.get(WorkerHeartbeat, "cpu-dead00@node2").last_seen = utcnow() - timedelta(
-        seconds=settings.worker_stale_after_s + 1)
+        seconds=settings.worker_stale_after_s + 1
+    )
     db.commit()
 
     status = client.get("/api/status").get_json()
@@ -51,8 +60,10 @@ def test_queue_lengths_count_waiting_and_running_runs_per_queue(client, db):
     runstore.fail_run(db, finished, "load", "internal", "gone")
 
     queues = client.get("/api/status").get_json()["queues"]
-    assert queues == {"cpu": {"queued": 3, "running": 1, "workers": 0},
-                      "gpu": {"queued": 1, "running": 0, "workers": 0}}
+    assert queues == {
+        "cpu": {"queued": 3, "running": 1, "workers": 0},
+        "gpu": {"queued": 1, "running": 0, "workers": 0},
+    }
     assert running.status == RUNNING
     page = client.get("/status").get_data(as_text=True)
     assert '<tr data-queue="cpu"><td>cpu</td><td>3</td><td>1</td>' in page
@@ -62,9 +73,11 @@ def test_queue_lengths_count_waiting_and_running_runs_per_queue(client, db):
 def test_health_is_ok_with_a_database_and_503_without(client, tmp_path):
     assert client.get("/api/health").get_json() == {"status": "ok"}
     # Nothing listens on port 1: the connection is refused at once.
-    down = Settings.from_env(instance_path=str(tmp_path / "down"),
-                             database_url="postgresql+psycopg://postgres@127.0.0.1:1/none",
-                             broker_url=f"sqla+sqlite:///{tmp_path}/broker.sqlite")
+    down = Settings.from_env(
+        instance_path=str(tmp_path / "down"),
+        database_url="postgresql+psycopg://postgres@127.0.0.1:1/none",
+        broker_url=f"sqla+sqlite:///{tmp_path}/broker.sqlite",
+    )
     response = create_app(down).test_client().get("/api/health")
     assert response.status_code == 503
     assert response.get_json() == {"status": "unavailable", "error": "database: OperationalError"}

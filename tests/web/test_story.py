@@ -1,14 +1,17 @@
 """The Overview's story from a report's sections: today's fields, and the fields other parts of issue 9 add
 (summary.counts, speedup with its decision, correctness verdicts and first divergent stage, host overhead,
 recompile details) used when present."""
+
 import json
 import os
 
 from storage.config import PROJECT_ROOT
 from webapp import story
 
-FINISHED = [{"stage": s, "state": "finished", "seconds": 1.0} for s in
-            ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile")]
+FINISHED = [
+    {"stage": s, "state": "finished", "seconds": 1.0}
+    for s in ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile")
+]
 
 
 def _report(name):
@@ -23,27 +26,42 @@ def _story(sections, progress=FINISHED, status="succeeded", failure=None):
 def test_old_reports_tell_it_from_what_they_recorded():
     tale = _story(_report("recompile"))
     texts = [h["text"] for h in tale["headlines"]]
-    assert "Dynamo compiled again 1 time: failed a guard (tensor 'x' size mismatch at index 0. expected 4, actual 6)." in texts
+    assert (
+        "Dynamo compiled again 1 time: failed a guard (tensor 'x' size mismatch at index 0. expected 4, actual 6)."
+        in texts
+    )
     dynamo = tale["stages"][0]
     assert dynamo["facts"] == ["2 graphs, 9 nodes", "0 graph breaks", "1 recompile"] and dynamo["state"] == "done"
 
 
 def test_the_fields_added_later_are_used_when_present():
     sections = _report("seed")
-    sections["summary"] = {"counts": {"dynamo_graphs": 1, "graph_breaks": 0, "recompiles": 0, "generated_kernels": 7,
-                                      "library_calls": 2}}
+    sections["summary"] = {
+        "counts": {"dynamo_graphs": 1, "graph_breaks": 0, "recompiles": 0, "generated_kernels": 7, "library_calls": 2}
+    }
     eager, compiled = sections["runtime"]["benchmarks"]
-    compiled["speedup"] = {"value": 3.8, "low": 3.7, "high": 3.9, "decided": True, "verdict": "faster",
-                           "text": "3.80x faster (3.70-3.90)"}
+    compiled["speedup"] = {
+        "value": 3.8,
+        "low": 3.7,
+        "high": 3.9,
+        "decided": True,
+        "verdict": "faster",
+        "text": "3.80x faster (3.70-3.90)",
+    }
     compiled["correctness"] = {"verdict": "mismatch"}
-    sections["runtime"]["correctness"] = {"first_divergent_stage": "inductor",
-                                          "text": "eager and aot_eager agree; inductor_default differs"}
+    sections["runtime"]["correctness"] = {
+        "first_divergent_stage": "inductor",
+        "text": "eager and aot_eager agree; inductor_default differs",
+    }
     sections["runtime"]["kernel_profile_summary"] = {"host_overhead_share": 0.7}
     sections["runtime"]["mode"] = {"kind": "inference"}
     tale = _story(sections)
     first, second = tale["headlines"][:2]
-    assert first["text"] == ("The outputs stop matching eager at TorchInductor: eager and aot_eager agree; "
-                             "inductor_default differs") and first["kind"] == "bad"
+    assert (
+        first["text"]
+        == ("The outputs stop matching eager at TorchInductor: eager and aot_eager agree; inductor_default differs")
+        and first["kind"] == "bad"
+    )
     assert "Dynamo captured your whole function" in second["text"]
     speedup = next(h for h in tale["headlines"] if "Compiling helped" in h["text"])
     assert speedup["text"].endswith("13.9 ms: 3.80x faster (3.70-3.90); outputs differ from eager.")
@@ -55,8 +73,12 @@ def test_the_fields_added_later_are_used_when_present():
 
 def test_an_undecided_speedup_is_not_called_a_win():
     sections = _report("seed")
-    sections["runtime"]["benchmarks"][1]["speedup"] = {"value": 1.05, "decided": False, "verdict": None,
-                                                       "text": "not decided: measurements too noisy (0.8-2.1x)"}
+    sections["runtime"]["benchmarks"][1]["speedup"] = {
+        "value": 1.05,
+        "decided": False,
+        "verdict": None,
+        "text": "not decided: measurements too noisy (0.8-2.1x)",
+    }
     speedup = next(h for h in _story(sections)["headlines"] if "inductor_default takes" in h["text"])
     assert speedup["text"].startswith("Whether compiling helped is not decided") and speedup["kind"] == "warn"
 

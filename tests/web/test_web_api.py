@@ -1,13 +1,14 @@
 """The JSON API without a worker: validation, queueing into the real SQLite broker, status and report reads."""
+
 import json
 import os
 
 from contract.report import checked_report
+from storage import runstore
 from storage.config import PROJECT_ROOT
+from storage.models import Run
 from tests.support import FAST_CONFIGS, SEED
 from webapp import create_app
-from storage import runstore
-from storage.models import Run
 
 
 def test_post_queues_a_run_and_answers_202(client, broker_messages):
@@ -25,8 +26,16 @@ def test_post_queues_a_run_and_answers_202(client, broker_messages):
     assert [s["stage"] for s in status["stages"]][:3] == ["load", "eager", "dynamo"]
     # Every stage the job will run is pending; those its configs never run (no Inductor config) are skipped.
     assert {s["stage"]: s["state"] for s in status["stages"]} == {
-        "load": "pending", "eager": "pending", "dynamo": "pending", "aot": "pending", "inductor": "skipped",
-        "report": "pending", "benchmark": "pending", "profile": "skipped", "warm_compile": "skipped"}
+        "load": "pending",
+        "eager": "pending",
+        "dynamo": "pending",
+        "aot": "pending",
+        "inductor": "skipped",
+        "report": "pending",
+        "benchmark": "pending",
+        "profile": "skipped",
+        "warm_compile": "skipped",
+    }
     assert status["error"] is None and status["report_url"] is None
 
     second = client.post("/api/runs", json={"code": SEED, "configs": FAST_CONFIGS}).get_json()
@@ -58,8 +67,17 @@ def test_gpu_is_accepted_only_while_a_gpu_worker_beats(client, db, settings):
     response = client.post("/api/runs", json={"code": SEED, "device": "cuda"})
     assert response.status_code == 202
     run = runstore.get_run(db, response.get_json()["id"])
-    assert (run.queue, run.configs) == ("gpu", ["eager", "backend_eager", "aot_eager", "inductor_default",
-                                                "inductor_reduce_overhead", "inductor_max_autotune"])
+    assert (run.queue, run.configs) == (
+        "gpu",
+        [
+            "eager",
+            "backend_eager",
+            "aot_eager",
+            "inductor_default",
+            "inductor_reduce_overhead",
+            "inductor_max_autotune",
+        ],
+    )
 
 
 def test_unknown_run_is_404_and_report_waits_for_the_run(client):

@@ -1,4 +1,5 @@
 """What a worker reports about its device, read without importing torch."""
+
 import json
 import os
 import subprocess
@@ -10,8 +11,10 @@ from workers.launch import gpu_present, worker_queues
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # What `nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader` prints on a two-GPU host.
-TWO_GPUS = "0, GPU-1111aaaa-0000-0000-0000-000000000000, NVIDIA H200\n" \
-           "1, GPU-2222bbbb-0000-0000-0000-000000000000, NVIDIA A100-SXM4-80GB\n"
+TWO_GPUS = (
+    "0, GPU-1111aaaa-0000-0000-0000-000000000000, NVIDIA H200\n"
+    "1, GPU-2222bbbb-0000-0000-0000-000000000000, NVIDIA A100-SXM4-80GB\n"
+)
 
 
 def fake_nvidia_smi(tmp_path, output: str, exit_code: int = 0) -> str:
@@ -22,7 +25,9 @@ def fake_nvidia_smi(tmp_path, output: str, exit_code: int = 0) -> str:
 
 
 def test_describe_reads_versions_without_importing_torch():
-    code = "import json, sys; from workers import device; print(json.dumps([device.describe(), 'torch' in sys.modules]))"
+    code = (
+        "import json, sys; from workers import device; print(json.dumps([device.describe(), 'torch' in sys.modules]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     described, torch_imported = json.loads(out.stdout)
     assert torch_imported is False
@@ -45,9 +50,15 @@ def test_gpus_are_narrowed_by_cuda_visible_devices(tmp_path, monkeypatch):
     smi = fake_nvidia_smi(tmp_path, TWO_GPUS)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert [g["name"] for g in device.visible_gpus(smi)] == ["NVIDIA H200", "NVIDIA A100-SXM4-80GB"]
-    for visible, names in (("1", ["NVIDIA A100-SXM4-80GB"]), ("GPU-1111", ["NVIDIA H200"]),
-                           ("1,0", ["NVIDIA A100-SXM4-80GB", "NVIDIA H200"]), ("", []), ("-1", []), ("GPU-", []),
-                           ("0,7,1", ["NVIDIA H200"])):  # CUDA stops reading at the first entry that matches none
+    for visible, names in (
+        ("1", ["NVIDIA A100-SXM4-80GB"]),
+        ("GPU-1111", ["NVIDIA H200"]),
+        ("1,0", ["NVIDIA A100-SXM4-80GB", "NVIDIA H200"]),
+        ("", []),
+        ("-1", []),
+        ("GPU-", []),
+        ("0,7,1", ["NVIDIA H200"]),
+    ):  # CUDA stops reading at the first entry that matches none
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
         assert [g["name"] for g in device.visible_gpus(smi)] == names, visible
 

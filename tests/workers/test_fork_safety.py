@@ -1,5 +1,6 @@
 """A Celery pool process is forked from the worker, whose heartbeat thread keeps database connections pooled:
 the child must open its own, or both processes talk over one PostgreSQL session (which failed jobs under load)."""
+
 import os
 
 from sqlalchemy import text

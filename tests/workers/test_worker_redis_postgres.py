@@ -1,5 +1,6 @@
 """The production configuration: a job through a real worker on Redis, with PostgreSQL for the data, both the
 servers running on this machine (.ci/run starts them if needed). Each test gets its own database and Redis db."""
+
 import psycopg
 import pytest
 
@@ -25,6 +26,7 @@ def test_job_through_redis_and_postgresql(production_settings):
     report = client.get(f"/api/runs/{run_id}/report").get_json()
     assert report["status"] == "ok" and report["dynamo"]["graphs"]
     with psycopg.connect(production_settings.database_url.replace("+psycopg", "")) as connection:
-        stored = connection.execute("SELECT count(*) FROM report_sections JOIN runs ON runs.id = run_id "
-                                    "WHERE runs.slug = %s", (run_id,)).fetchone()[0]
+        stored = connection.execute(
+            "SELECT count(*) FROM report_sections JOIN runs ON runs.id = run_id WHERE runs.slug = %s", (run_id,)
+        ).fetchone()[0]
     assert stored == len(report)

@@ -1,4 +1,5 @@
 """Jobs through a real worker process and the real SQLite broker (the embedded default of `make run`)."""
+
 import os
 import signal
 import subprocess
@@ -15,8 +16,9 @@ from workers.maintenance import purge_consumed_messages
 
 def test_seed_job_streams_stages_and_stores_its_report(sqlite_site):
     client, worker = sqlite_site
-    run_id = client.post("/api/runs", json={"code": SEED, "filename": "seed.py", "configs": FAST_CONFIGS}) \
-        .get_json()["id"]
+    run_id = client.post("/api/runs", json={"code": SEED, "filename": "seed.py", "configs": FAST_CONFIGS}).get_json()[
+        "id"
+    ]
     status = wait_for_run(client, run_id, worker=worker)
     assert status["status"] == "succeeded", status
     stages = {s["stage"]: s for s in status["stages"]}
@@ -75,16 +77,23 @@ def test_a_killed_worker_does_not_leave_its_run_running_forever(tmp_path):
     hang = "import time\ntime.sleep(600)\n"  # the job sits in its load stage until the worker dies
     with Worker(settings) as worker:
         run_id = client.post("/api/runs", json={"code": hang, "configs": ["eager"]}).get_json()["id"]
-        wait_until(lambda: client.get(f"/api/runs/{run_id}").get_json()["status"] == "running",
-                   timeout=60, what="the job to start", worker=worker)
+        wait_until(
+            lambda: client.get(f"/api/runs/{run_id}").get_json()["status"] == "running",
+            timeout=60,
+            what="the job to start",
+            worker=worker,
+        )
         queued_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
         descendants = _descendants(worker.process.pid)
         os.kill(worker.process.pid, signal.SIGKILL)
         worker.process.wait()
         for pid in descendants:  # the pool child and the engine's child: this test started them, via the worker
             _kill(pid)
-        status = wait_until(lambda: (data := client.get(f"/api/runs/{run_id}").get_json())["status"] != "running"
-                            and data, timeout=settings.worker_stale_after_s * 4, what="the reaper")
+        status = wait_until(
+            lambda: (data := client.get(f"/api/runs/{run_id}").get_json())["status"] != "running" and data,
+            timeout=settings.worker_stale_after_s * 4,
+            what="the reaper",
+        )
     assert status["status"] == "failed" and status["error"]["kind"] == "worker_lost"
     assert "stopped responding" in status["error"]["message"]
     with Worker(settings) as successor:
@@ -115,8 +124,22 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     assert timeline["origin"] == "request"
     top = [p for p in timeline["phases"] if p["depth"] == 0]
     names = [p["phase"] for p in top]
-    for phase in ("queue_wait", "claim", "prepare", "sandbox_start", "import_torch", "load_user_code", "eager",
-                  "compile", "benchmark", "write_report", "process_exit", "read_report", "cleanup", "store"):
+    for phase in (
+        "queue_wait",
+        "claim",
+        "prepare",
+        "sandbox_start",
+        "import_torch",
+        "load_user_code",
+        "eager",
+        "compile",
+        "benchmark",
+        "write_report",
+        "process_exit",
+        "read_report",
+        "cleanup",
+        "store",
+    ):
         assert phase in names, (phase, names)
     assert names[0] == "queue_wait" and names[-1] == "store"
     assert top[0]["start_s"] == 0

@@ -1,4 +1,5 @@
 """JSON API (docs/api.md, docs/openapi.yaml). A run's public id is its unguessable slug."""
+
 from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, request, url_for
@@ -19,20 +20,28 @@ def create_run():
         return jsonify(errors={"body": "Send a JSON object: {code, device, train, configs}."}), 400
     session = context.session()
     settings = context.settings()
-    submission, errors = validate(data, max_code_bytes=settings.max_code_bytes,
-                                  online_queues=runstore.online_queues(session, settings))
+    submission, errors = validate(
+        data, max_code_bytes=settings.max_code_bytes, online_queues=runstore.online_queues(session, settings)
+    )
     if errors:
-        syntax = syntax_error(data.get("code"), str(data.get("filename") or "model.py")) if isinstance(
-            data.get("code"), str) and "code" in errors else None
+        syntax = (
+            syntax_error(data.get("code"), str(data.get("filename") or "model.py"))
+            if isinstance(data.get("code"), str) and "code" in errors
+            else None
+        )
         return jsonify(errors=errors, **({"syntax_error": syntax} if syntax else {})), 400
     run, reused = submit(submission)
     if run is None:
         message, wait = security.rate_limited() or RATE_LIMITED
         return jsonify(errors={"rate_limit": message}), 429, {"Retry-After": str(wait)}
-    return jsonify(id=run.slug, url=url_for("pages.report", slug=run.slug, _external=True),
-                   status_url=url_for("api.get_run", slug=run.slug, _external=True),
-                   report_url=url_for("api.get_report", slug=run.slug, _external=True),
-                   reused=reused, measured=measured_by(run) if reused else None), 200 if reused else 202
+    return jsonify(
+        id=run.slug,
+        url=url_for("pages.report", slug=run.slug, _external=True),
+        status_url=url_for("api.get_run", slug=run.slug, _external=True),
+        report_url=url_for("api.get_report", slug=run.slug, _external=True),
+        reused=reused,
+        measured=measured_by(run) if reused else None,
+    ), 200 if reused else 202
 
 
 # What a rejected submission says if the window slid on between the check and the message.
@@ -45,14 +54,21 @@ def submit(submission: runstore.Submission, parent: Run | None = None) -> tuple[
     the queue's workers) answers it instead, unless the submission asks for a fresh one. ``parent``: the run it
     re-runs with other settings."""
     session = context.session()
-    fingerprint = runstore.fingerprint(submission, runstore.queue_software(
-        session, context.settings(), runstore.QUEUE_FOR_DEVICE[submission.device]))
+    fingerprint = runstore.fingerprint(
+        submission, runstore.queue_software(session, context.settings(), runstore.QUEUE_FOR_DEVICE[submission.device])
+    )
     if not submission.fresh:
         identical = runstore.identical_run(session, fingerprint)
         if identical is not None:
             return identical, True
-    run = runstore.create_run(session, submission, client=security.client_id(), limit=security.submission_limit(),
-                              parent=parent, fingerprint=fingerprint)
+    run = runstore.create_run(
+        session,
+        submission,
+        client=security.client_id(),
+        limit=security.submission_limit(),
+        parent=parent,
+        fingerprint=fingerprint,
+    )
     if run is None:
         return None, False
     try:
@@ -64,8 +80,12 @@ def submit(submission: runstore.Submission, parent: Run | None = None) -> tuple[
 
 def measured_by(run: Run) -> dict:
     """When and where a run was (or is being) measured."""
-    return {"at": runstore.iso(run.finished_at), "worker": run.worker_name,
-            "device_name": (run.environment or {}).get("device_name"), "status": run.status}
+    return {
+        "at": runstore.iso(run.finished_at),
+        "worker": run.worker_name,
+        "device_name": (run.environment or {}).get("device_name"),
+        "status": run.status,
+    }
 
 
 @bp.get("/runs")
@@ -73,9 +93,18 @@ def list_runs():
     """The newest runs, only where the operator allows it (PT2SCOPE_LIST_RUNS): links are private otherwise."""
     if not context.settings().list_runs:
         return jsonify(error="Listing runs is turned off on this server; a run is reached by its link."), 404
-    return jsonify(runs=[{"id": run.slug, "url": url_for("pages.report", slug=run.slug, _external=True),
-                          "filename": run.filename, "status": run.status, "created_at": runstore.iso(run.created_at)}
-                         for run in runstore.recent_runs(context.session(), 50)])
+    return jsonify(
+        runs=[
+            {
+                "id": run.slug,
+                "url": url_for("pages.report", slug=run.slug, _external=True),
+                "filename": run.filename,
+                "status": run.status,
+                "created_at": runstore.iso(run.created_at),
+            }
+            for run in runstore.recent_runs(context.session(), 50)
+        ]
+    )
 
 
 @bp.get("/runs/<slug>")
@@ -108,15 +137,15 @@ def status_of(run: Run) -> dict:
         "steps": steps,
         "current": next((s for s in steps if s["state"] == "started"), None),
         "time_left_s": None if finished else runstore.time_left(steps),
-        "tabs_ready": sorted(story.tabs_ready(runstore.stage_progress(run), run.status, error,
-                                              runstore.has_report(session, run))),
+        "tabs_ready": sorted(
+            story.tabs_ready(runstore.stage_progress(run), run.status, error, runstore.has_report(session, run))
+        ),
         "messages": runstore.messages(run),
         "error": error,
         "engine_seconds": run.engine_seconds,
         "worker": run.worker_name,
         "summary": run.summary,
-        "report_url": url_for("api.get_report", slug=run.slug, _external=True)
-        if finished else None,
+        "report_url": url_for("api.get_report", slug=run.slug, _external=True) if finished else None,
     }
 
 
@@ -125,8 +154,12 @@ def get_report(slug: str):
     session = context.session()
     run = _run_or_404(slug)
     if run.status not in FINISHED_STATUSES or not runstore.has_report(session, run):
-        return jsonify(status=run.status, error="This run has no report yet." if run.status not in
-                       FINISHED_STATUSES else "This run ended without a report (see its error)."), 409
+        return jsonify(
+            status=run.status,
+            error="This run has no report yet."
+            if run.status not in FINISHED_STATUSES
+            else "This run ended without a report (see its error).",
+        ), 409
     with heavy_slot():
         text = runstore.report_json_text(session, run)
     return Response(text, mimetype="application/json")

@@ -1,4 +1,5 @@
 """HTML pages: the new-run form (with the gallery) and /r/<slug>, which shows progress until the report exists."""
+
 from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
@@ -27,24 +28,48 @@ EXTRA_SECTIONS = {"inductor": ["runtime"], "runtime": ["timeline"]}
 DRAWN_FIELDS = {
     "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "summary", "not_in_log"},
     "aot": {"graphs", "partitions", "functionalization", "decompositions", "not_in_log"},
-    "inductor": {"post_grad_graphs", "kernels", "fusion_decisions", "ir_pre_fusion", "ir_post_fusion",
-                 "library_calls", "metrics", "not_in_log"},
+    "inductor": {
+        "post_grad_graphs",
+        "kernels",
+        "fusion_decisions",
+        "ir_pre_fusion",
+        "ir_post_fusion",
+        "library_calls",
+        "metrics",
+        "not_in_log",
+    },
     # timing, recorded_config, first_call_ms: in the ledes; job_seconds: the Overview's "the whole job took".
-    "runtime": {"benchmarks", "compile_seconds", "compile_cache", "compile_timeline", "kernel_profile", "cudagraphs",
-                "timing", "recorded_config", "first_call_ms", "job_seconds", "not_in_log"},
+    "runtime": {
+        "benchmarks",
+        "compile_seconds",
+        "compile_cache",
+        "compile_timeline",
+        "kernel_profile",
+        "cudagraphs",
+        "timing",
+        "recorded_config",
+        "first_call_ms",
+        "job_seconds",
+        "not_in_log",
+    },
 }
 
 
 @bp.get("/")
 def new_run():
     settings = context.settings()
-    form = {"code": "", "filename": "model.py", "device": "cpu", "train": "auto",
-            "configs": DEFAULT_CONFIGS["cpu"]}
+    form = {"code": "", "filename": "model.py", "device": "cpu", "train": "auto", "configs": DEFAULT_CONFIGS["cpu"]}
     example = request.args.get("example")
     rerun = runstore.get_run(context.session(), request.args.get("rerun", "")) if request.args.get("rerun") else None
     if rerun is not None and rerun.kind != IMPORT:  # the same code, to run again with other settings
-        form.update(code=rerun.code, filename=rerun.filename, device=rerun.device, configs=rerun.configs,
-                    train={None: "auto", True: "training", False: "inference"}[rerun.train], rerun=rerun.slug)
+        form.update(
+            code=rerun.code,
+            filename=rerun.filename,
+            device=rerun.device,
+            configs=rerun.configs,
+            train={None: "auto", True: "training", False: "inference"}[rerun.train],
+            rerun=rerun.slug,
+        )
     if example:
         code = read_example(settings.examples_dir, example)
         if code is None:
@@ -56,10 +81,15 @@ def new_run():
 @bp.post("/")
 def create_run():
     settings = context.settings()
-    form = {"code": request.form.get("code", ""), "filename": request.form.get("filename") or "model.py",
-            "device": request.form.get("device", "cpu"), "train": request.form.get("train", "auto"),
-            "configs": request.form.getlist("configs"), "rerun": request.form.get("rerun") or "",
-            "fresh": request.form.get("fresh") == "1"}
+    form = {
+        "code": request.form.get("code", ""),
+        "filename": request.form.get("filename") or "model.py",
+        "device": request.form.get("device", "cpu"),
+        "train": request.form.get("train", "auto"),
+        "configs": request.form.getlist("configs"),
+        "rerun": request.form.get("rerun") or "",
+        "fresh": request.form.get("fresh") == "1",
+    }
     errors = {}
     upload = request.files.get("upload")
     if upload and upload.filename:
@@ -75,8 +105,9 @@ def create_run():
                 errors["upload"] = "The file is not UTF-8 text."
     session = context.session()
     if not errors:
-        submission, errors = validate(form, max_code_bytes=settings.max_code_bytes,
-                                      online_queues=runstore.online_queues(session, settings))
+        submission, errors = validate(
+            form, max_code_bytes=settings.max_code_bytes, online_queues=runstore.online_queues(session, settings)
+        )
     if errors:
         return _form_page(form, errors), 422
     parent = runstore.get_run(session, form["rerun"]) if form["rerun"] else None
@@ -91,9 +122,17 @@ def _form_page(form: dict, errors: dict):
     settings = context.settings()
     online = runstore.online_queues(context.session(), settings)
     return render_template(
-        "new_run.html", form=form, errors=errors, examples=list_examples(settings.examples_dir),
-        configs=config_choices(), default_configs=DEFAULT_CONFIGS, devices=DEVICE_LABELS,
-        gpu_online="gpu" in online, worker_online=bool(online), train_choices=list(TRAIN_CHOICES))
+        "new_run.html",
+        form=form,
+        errors=errors,
+        examples=list_examples(settings.examples_dir),
+        configs=config_choices(),
+        default_configs=DEFAULT_CONFIGS,
+        devices=DEVICE_LABELS,
+        gpu_online="gpu" in online,
+        worker_online=bool(online),
+        train_choices=list(TRAIN_CHOICES),
+    )
 
 
 @bp.get("/examples/<name>.py")
@@ -125,29 +164,62 @@ def report(slug: str, tab: str):
         sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
     else:
         sections = {}
-    trace_import = (runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
-                    if finished and run.kind == IMPORT else None)
+    trace_import = (
+        runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
+        if finished and run.kind == IMPORT
+        else None
+    )
     states = story.stage_states(progress, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
-    tale = story.story(sections, progress=progress, run_status=run.status, failure=error,
-                       filename=run.filename) if tab == "overview" else None
+    tale = (
+        story.story(sections, progress=progress, run_status=run.status, failure=error, filename=run.filename)
+        if tab == "overview"
+        else None
+    )
     return render_template(
-        "run.html", run=run, tab=tab, tabs=TABS, finished=finished, steps=steps, time_left=runstore.time_left(steps),
-        queue_position=runstore.queue_position(session, run), error=error,
-        messages=runstore.messages(run), sections=sections, stage=stage_sections, other_fields=other_fields,
-        has_report=stored, tabs_ready=ready, states=states, view_story=tale, renderer=Renderer(run.filename),
-        source_listing=listing(run.code, "L"), title_of=title_of, view=reportview, listing=listing,
-        present="present" in request.args, reused="reused" in request.args, measured=measured_by(run),
+        "run.html",
+        run=run,
+        tab=tab,
+        tabs=TABS,
+        finished=finished,
+        steps=steps,
+        time_left=runstore.time_left(steps),
+        queue_position=runstore.queue_position(session, run),
+        error=error,
+        messages=runstore.messages(run),
+        sections=sections,
+        stage=stage_sections,
+        other_fields=other_fields,
+        has_report=stored,
+        tabs_ready=ready,
+        states=states,
+        view_story=tale,
+        renderer=Renderer(run.filename),
+        source_listing=listing(run.code, "L"),
+        title_of=title_of,
+        view=reportview,
+        listing=listing,
+        present="present" in request.args,
+        reused="reused" in request.args,
+        measured=measured_by(run),
         train_choice={value: key for key, value in TRAIN_CHOICES.items()}[run.train],
         device_name=(run.environment or {}).get("device_name"),
-        worker_online=bool(runstore.online_queues(session, context.settings())), trace_import=trace_import,
-        parent=session.get(Run, run.parent_id) if run.parent_id else None)
+        worker_online=bool(runstore.online_queues(session, context.settings())),
+        trace_import=trace_import,
+        parent=session.get(Run, run.parent_id) if run.parent_id else None,
+    )
 
 
 # The long parts of a tab drawn only when opened (templates/report/parts.html): kind -> the tab that holds it.
-PARTS = {"kernel": {"inductor"}, "fusion": {"inductor"}, "ir": {"inductor"}, "irnode": {"inductor"}, "guards": {"dynamo"},
-         "field": set(STAGE_TABS)}
+PARTS = {
+    "kernel": {"inductor"},
+    "fusion": {"inductor"},
+    "ir": {"inductor"},
+    "irnode": {"inductor"},
+    "guards": {"dynamo"},
+    "field": set(STAGE_TABS),
+}
 
 
 @bp.get("/r/<slug>/part/<tab>/<kind>/<key>")
@@ -163,8 +235,16 @@ def part(slug: str, tab: str, kind: str, key: str):
     found = reportview.find_part(section, kind, key)
     if found is None:
         abort(404)
-    html = render_template("report/part.html", run=run, tab=tab, kind=kind, part=found, listing=listing,
-                           renderer=Renderer(run.filename), title_of=title_of)
+    html = render_template(
+        "report/part.html",
+        run=run,
+        tab=tab,
+        kind=kind,
+        part=found,
+        listing=listing,
+        renderer=Renderer(run.filename),
+        title_of=title_of,
+    )
     return Response(html, mimetype="text/html", headers={"Cache-Control": "private, max-age=3600"})
 
 
@@ -192,8 +272,11 @@ def provenance(slug: str):
         return jsonify(error="Ask for one line of the file: provenance.json?line=N"), 400
     if not runstore.has_report(session, run):
         abort(404)
-    return Response(runstore.line_provenance_text(session, run, line), mimetype="application/json",
-                    headers={"Cache-Control": "private, max-age=3600"})  # a stored report never changes
+    return Response(
+        runstore.line_provenance_text(session, run, line),
+        mimetype="application/json",
+        headers={"Cache-Control": "private, max-age=3600"},
+    )  # a stored report never changes
 
 
 @bp.get("/r/<slug>/report.json")
@@ -204,8 +287,11 @@ def download(slug: str):
         abort(404)
     with heavy_slot():
         text = runstore.report_json_text(session, run)
-    return Response(text, mimetype="application/json", headers={
-        "Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'})
+    return Response(
+        text,
+        mimetype="application/json",
+        headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'},
+    )
 
 
 @bp.get("/favicon.ico")

@@ -1,14 +1,14 @@
 """The service's state for operators and users: online workers with their devices, queue lengths (GET /status,
 GET /api/status), and the liveness check the web container's health check calls (GET /api/health)."""
+
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, render_template
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from webapp import context
-
 from storage import runstore
+from webapp import context
 
 bp = Blueprint("status", __name__)
 
@@ -21,9 +21,16 @@ def service_status() -> dict:
     for name, lengths in queues.items():
         lengths["workers"] = sum(name in worker.queues for worker in workers)
     return {
-        "workers": [{"name": worker.name, "queues": worker.queues, "device": worker.device,
-                     "started_at": runstore.iso(worker.started_at), "last_seen": runstore.iso(worker.last_seen)}
-                    for worker in workers],
+        "workers": [
+            {
+                "name": worker.name,
+                "queues": worker.queues,
+                "device": worker.device,
+                "started_at": runstore.iso(worker.started_at),
+                "last_seen": runstore.iso(worker.last_seen),
+            }
+            for worker in workers
+        ],
         "queues": queues,
         "worker_stale_after_s": settings.worker_stale_after_s,
     }
