@@ -8,7 +8,7 @@ import { setUpViewers, viewers } from "./graph-view.js";
 
 const source = document.getElementById("source");
 const report = document.querySelector(".report");
-let provenance = new Map();  // line -> its provenance piece (fetched once)
+const provenance = new Map();  // line -> its provenance piece (fetched once)
 
 function element(tag, props = {}, children = []) {
   const el = document.createElement(tag);
