@@ -191,11 +191,13 @@ class InductorCollector(Collector):
                 output,
                 input_dtypes,
             )
+        node_names = {
+            (compile_key(g["compile_id"]), g["kind"]): {n["name"] for n in g["nodes"]} for g in self.post_grad
+        }
         for kernel in section["kernels"]:
-            if not kernel["source_nodes"]:  # no source-node comment (CPU kernels, some Triton reductions)
-                sched = self.scheduler.get((compile_key(kernel["compile_id"]), kernel["graph_kind"]), {"nodes": {}})
-                kernel["source_nodes"] = nodes_from_buffer_writes(kernel, sched["nodes"])
-                kernel["provenance"] = "buffer writes" if kernel["source_nodes"] else None
+            key = (compile_key(kernel["compile_id"]), kernel["graph_kind"])
+            sched = self.scheduler.get(key, {"nodes": {}})
+            tie_to_post_grad_nodes(kernel, node_names.get(key, set()), sched["nodes"])
         targets = {
             (compile_key(g["compile_id"]), g["kind"], n["name"]): n["target"]
             for g in self.post_grad
@@ -396,6 +398,22 @@ def _origins(fused_name: str, nodes: dict) -> list[str]:
     for part in re.findall(r"op\d+", fused_name):
         out.extend(o for o in nodes.get(part, {}).get("origins", []) if o not in out)
     return out
+
+
+def tie_to_post_grad_nodes(kernel: dict, graph_node_names: set[str], scheduler_nodes: dict) -> None:
+    """Set the kernel's ``source_nodes`` to post-grad nodes of its graph. Triton's source-node comment usually names
+    them, but not always: on torch 2.11 (H200), after a graph break, a kernel of ``x / scale`` was commented
+    ``[truediv]`` (Dynamo's name) while its post-grad node is ``div``, and one of ``relu(x) * 2`` ``[relu, y]``
+    for post-grad ``relu, mul``. Where the comment names a node that is not in the graph (or there is no comment:
+    CPU kernels, some reductions), the nodes that write the kernel's buffers complete it."""
+    named = [name for name in kernel["source_nodes"] if name in graph_node_names]
+    if kernel["source_nodes"] and len(named) == len(kernel["source_nodes"]):
+        return
+    from_writes = nodes_from_buffer_writes(kernel, scheduler_nodes)
+    if not from_writes:
+        return  # nothing better: keep the comment's names (they still say what the kernel computes)
+    kernel["source_nodes"] = named + [name for name in from_writes if name not in named]
+    kernel["provenance"] = "buffer writes"
 
 
 def nodes_from_buffer_writes(kernel: dict, scheduler_nodes: dict) -> list[str]:

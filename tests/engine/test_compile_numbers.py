@@ -413,3 +413,23 @@ def test_every_registered_reader_runs_on_a_loaded_torch_2_11_log(name):
     for parser in [p for p in logtap.PARSERS.values() if not p.name.startswith("test.")]:
         logtap.read(log, parser.name, **CONTEXT.get(parser.name, {}))
     assert log.summary()["malformed"] == {"count": 0, "by_kind": {}, "samples": []}
+
+
+# Recorded live on the H200 (torch 2.11, Triton 3.6): examples/graph_break.py under inductor_default, three graphs.
+# Each kernel's source-node comment, the post-grad nodes of its graph and the scheduler node writing its buffer.
+H200_GRAPH_BREAK_KERNELS = [
+    ("triton_poi_fused_mul_relu_0", ["relu", "y"], {"arg0_1", "relu", "mul"}, ["mul", "relu"]),
+    ("triton_red_fused_sum_0", ["sum_1"], {"arg0_1", "sum_1"}, ["sum_1"]),
+    ("triton_poi_fused_div_0", ["truediv"], {"arg0_1", "div"}, ["div"]),
+]
+
+
+@pytest.mark.parametrize(("name", "comment", "graph_nodes", "writers"), H200_GRAPH_BREAK_KERNELS)
+def test_a_source_node_comment_that_names_no_post_grad_node_is_completed_from_buffer_writes(
+    name, comment, graph_nodes, writers
+):
+    kernel = {"name": name, "source_nodes": list(comment), "provenance": "source-node comment", "writes": ["buf0"]}
+    inductor_stage.tie_to_post_grad_nodes(kernel, graph_nodes, {"op0": {"writes": ["buf0"], "origins": writers}})
+    # Every kernel then names only nodes of its graph, and every node that writes its buffer is among them.
+    assert set(kernel["source_nodes"]) <= graph_nodes and set(writers) <= set(kernel["source_nodes"])
+    assert kernel["provenance"] == ("source-node comment" if set(comment) <= graph_nodes else "buffer writes")
