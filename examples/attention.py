@@ -1,8 +1,7 @@
 """A transformer block: attention and MLP with pre-norm residuals."""
-
 import torch
-import torch.nn.functional as F
 from torch import nn
+import torch.nn.functional as F
 
 
 class Block(nn.Module):

@@ -1,5 +1,4 @@
 """Conv + BatchNorm + ReLU, the classic vision block (in eval mode Inductor can fold the norm)."""
-
 import torch
 from torch import nn
 

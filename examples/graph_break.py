@@ -1,5 +1,4 @@
 """Two graph breaks: print() and Tensor.item() each end the graph Dynamo is building."""
-
 import torch
 
 

@@ -1,5 +1,4 @@
 """In-place ops and views: AOTAutograd's functionalization rewrites them into pure ops."""
-
 import torch
 
 

@@ -1,5 +1,4 @@
 """A small training MLP: forward, backward, and the activations saved between them."""
-
 import torch
 from torch import nn
 

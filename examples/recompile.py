@@ -1,5 +1,4 @@
 """Called with two shapes: the second call fails a size guard and Dynamo recompiles."""
-
 import torch
 
 

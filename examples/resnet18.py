@@ -1,5 +1,4 @@
 """torchvision's ResNet-18, untrained (weights=None: nothing is downloaded): convolutions, batch norm, pooling."""
-
 import torch
 import torchvision
 

@@ -1,5 +1,4 @@
 """The seed: three pointwise ops that Inductor fuses into one kernel."""
-
 import torch
 
 

@@ -1,8 +1,7 @@
 """A tiny GPT in training: token embedding, two attention blocks, the LM head and a cross-entropy loss."""
-
 import torch
-import torch.nn.functional as F
 from torch import nn
+import torch.nn.functional as F
 
 
 class Attention(nn.Module):

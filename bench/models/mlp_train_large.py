@@ -1,6 +1,5 @@
 """The MLP of ../shared/notes/gpu-baseline.md: 1024 -> 4096 -> 1024 with GELU and LayerNorm, bf16, batch 64x128,
 forward + backward."""
-
 import torch
 from torch import nn
 

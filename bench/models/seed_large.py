@@ -1,5 +1,4 @@
 """The seed at a size that fills a GPU (4096x4096 fp32: 64 MB in, 64 MB out), as in ../shared/notes/gpu-baseline.md."""
-
 import torch
 
 

@@ -1,8 +1,7 @@
 """A GPT-2-small transformer block (d=768, 12 heads, 16x256 tokens) in bf16, inference."""
-
 import torch
-import torch.nn.functional as F
 from torch import nn
+import torch.nn.functional as F
 
 
 class Block(nn.Module):
