@@ -254,7 +254,9 @@ def test_progress_names_the_current_step_and_opens_tabs_as_their_stage_ends(site
             )
 
         page.goto(f"{site.url}/r/{slug}")
-        expect(page.locator("#stages > li")).to_have_count(10)  # benchmark: eager, inductor_default, rounds
+        # contract.vocab.job_plan: load, eager, dynamo, aot, inductor, report, benchmark eager and inductor_default,
+        # the timed rounds, profile, warm_compile
+        expect(page.locator("#stages > li")).to_have_count(11)
         expect(page.locator("#tab-dynamo")).to_have_attribute("aria-disabled", "true")
         for stage in ("load", "eager"):
             event(stage, "started")
