@@ -152,6 +152,9 @@ def _record_compile_workers(job: Job) -> None:
                 created.append(time.time())
             return create_pool()
 
+        # torch's atexit and after-fork handlers call process_pool.cache_clear() (it is an lru_cache): keep it.
+        process_pool.cache_clear = getattr(create_pool, "cache_clear", lambda: None)
+
         def use_process_pool(cls):
             ready = use_pool(cls)
             future = cls._ready_future
