@@ -538,14 +538,16 @@ class WarmCompile(Model):
     spawned by the child in the job's folder and sandbox, every cache at torch's defaults; on CPU with the recorded
     compile's kernel-profile names, so its kernel binaries can be found)."""
 
-    status: Literal["ok", "failed", "skipped"]
+    status: Literal["ok", "failed", "skipped", "pending"]
+    """pending: still running when the report was first stored (the worker stores the report before the warm
+    compiles and replaces this section when they end)"""
     reason: str | None = None
     """why it failed or was skipped"""
     config: ConfigName | None = None
     seconds: CompileSeconds | None = None
     caches: CompileCaches | None = None
     wall_seconds: float | None = None
-    """the process's whole life, its start and torch's import included"""
+    """the process's whole life as the child timed it: its start, torch's import and its exit included"""
 
 
 class CompileCache(Model):
@@ -1110,7 +1112,8 @@ class TimelinePhase(Model):
     """seconds since the timeline's origin"""
     end_s: float
     depth: int = 0
-    """0: a top-level phase (these follow each other and cover the job); 1: a part of the phase around it"""
+    """0: a top-level phase (these follow each other and cover the job); 1: a part of the phase around it, or work
+    of another side done meanwhile (the report stored while the child runs its warm compile)"""
     config: ConfigName | None = None
     """benchmark: the config"""
 
@@ -1126,6 +1129,9 @@ class Timeline(Model):
     """from the origin to the end of the last phase (the report stored, through the service)"""
     untracked_s: float | None = None
     """the seconds in `untracked` gaps"""
+    report_stored_s: float | None = None
+    """from the origin until the report was first stored and readable, when it was stored before the warm compile
+    (every figure but the warm compile's): what a user waits for"""
     phases: list[TimelinePhase] = []
 
 

@@ -41,12 +41,19 @@ class Recorder:
             self.add(phase, start, time.time(), **extra)
 
 
-def merged(inner: dict | None, origin_unix_s: float, origin: str, *recorders: Recorder) -> dict:
+def merged(
+    inner: dict | None, origin_unix_s: float, origin: str, *recorders: Recorder, report_stored_unix: float | None = None
+) -> dict:
     """The timeline of ``inner`` (a report's timeline from the side below, or None) re-based on ``origin_unix_s``,
-    with the recorders' phases added, sorted, and the gaps between top-level phases named ``untracked``."""
-    phases = []
+    with the recorders' phases added, sorted, and the gaps between top-level phases named ``untracked``.
+    ``report_stored_unix``: when the report was first stored, before the warm compile (else inner's, re-based)."""
+    phases, report_stored_s = [], None
+    if report_stored_unix is not None:
+        report_stored_s = round(report_stored_unix - origin_unix_s, 4)
     if inner and inner.get("origin_unix_s") is not None:
         shift = inner["origin_unix_s"] - origin_unix_s
+        if report_stored_s is None and inner.get("report_stored_s") is not None:
+            report_stored_s = round(inner["report_stored_s"] + shift, 4)
         phases = [
             {**p, "start_s": p["start_s"] + shift, "end_s": p["end_s"] + shift}
             for p in inner.get("phases") or []
@@ -81,6 +88,7 @@ def merged(inner: dict | None, origin_unix_s: float, origin: str, *recorders: Re
         "origin_unix_s": round(origin_unix_s, 4),
         "wall_s": round(reached, 4),
         "untracked_s": round(untracked, 4),
+        "report_stored_s": report_stored_s,
         "phases": phases,
     }
 

@@ -129,11 +129,13 @@ TIMELINE_PHASES = {
     "benchmark": "child: with a config, that rung's own compile and first call; without, the timed rounds of every "
     "config together",
     "profile": "child: the recorded config's kernels under the profiler",
-    "write_report": "child: report.json is written",
+    "write_report": "child: report.json is written (and, when a warm compile follows, the report before it)",
+    "warm_compile": "child: cold vs warm, the recorded config compiled again in two fresh processes; it runs after the "
+    "report was stored, which shows it as still measuring",
     "process_exit": "parent: the child exits after its report (interpreter shutdown, sandbox teardown)",
     "read_report": "parent: the child's report is read back and validated",
     "cleanup": "worker: the job folder is removed",
-    "store": "worker: the report is validated and stored",
+    "store": "worker: the report is validated and stored (at depth 1: the report stored while the warm compile runs)",
     "untracked": "a gap between two measured phases",
 }
 TIMELINE_SIDES = ("web", "worker", "parent", "child")

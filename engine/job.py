@@ -78,6 +78,7 @@ def run_job(
     isolation: sandbox.Isolation | None = None,
     *,
     scratch: bool = False,
+    on_report=None,
 ) -> dict:
     """Run ``request`` in a fresh child process; return the report (status "ok" or "failed").
 
@@ -86,7 +87,10 @@ def run_job(
     "seconds": 0.4}``. If it raises, the job is killed at once and the report names the failure (kind
     "internal_error", with an error id logged with the traceback). ``isolation`` defaults to the environment's
     (PT2SCOPE_ISOLATION, default bubblewrap). ``scratch``: the folder is the job's alone and is removed when it
-    ends; it is then a size-limited tmpfs where the worker may mount one (a root worker).
+    ends; it is then a size-limited tmpfs where the worker may mount one (a root worker). ``on_report(report)``:
+    called once with the report as it stands before the warm compile (complete but for runtime.compile_cache,
+    whose warm entries read "pending"), read back and validated like the final one, while the child runs on; its
+    errors are logged, never the job's. The final report is still returned.
 
     Whatever happens, when this returns no process of the job runs any more, its descriptors are closed, its
     cgroup and uid are given back (and with ``scratch`` its folder is gone).
@@ -107,7 +111,9 @@ def run_job(
             request.process_limit,
         )
         cleanup.callback(group.close)
-        return _run(request, job_dir, on_event, isolation, lease.uid, group, job_space, cleanup, started_unix)
+        return _run(
+            request, job_dir, on_event, isolation, lease.uid, group, job_space, cleanup, started_unix, on_report
+        )
 
 
 def _run(
@@ -120,6 +126,7 @@ def _run(
     job_space: bool,
     cleanup: ExitStack,
     started_unix: float,
+    on_report,
 ) -> dict:
     sandbox.prepare_job_dir(job_dir, isolation, uid)
     with open(os.path.join(job_dir, request.filename), "w") as f:
@@ -162,7 +169,31 @@ def _run(
                 os.close(fd)
     group.started(proc.pid)
 
+    def complete(report: dict, report_path: str, exited_unix: float | None) -> dict:
+        """What the parent adds to the child's report: the user's output, the isolation, the job's timeline."""
+        report["user_output"] = _user_output(out, err)
+        report["isolation"] = sandbox.describe(
+            isolation,
+            request,
+            group=group.describe(),
+            job_space=job_space,
+            seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None,
+        )
+        report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
+        report["timeline"] = _job_timeline(report.get("timeline"), report_path, started_unix, spawned_unix, exited_unix)
+        return report
+
+    def hand_over_early_report() -> None:
+        early_path = os.path.join(job_dir, "report.json.early")
+        try:
+            early = _read_child_report(early_path, request)
+            if early is not None and early.get("status") == "ok" and not early.get("failure"):
+                on_report(complete(early, early_path, None))
+        except Exception:  # the final report is still returned: only the early look is lost
+            log.exception("error %s: the report before the warm compile could not be handed over", new_error_id())
+
     pump = _Pump(proc, read_fd, status_read, request, job_dir, started, on_event, group, watch_space=not job_space)
+    pump.on_early_report = hand_over_early_report if on_report else None
     try:
         pump.run()
         pump._note_full_space()
@@ -253,43 +284,36 @@ def _run(
                 f"address space per process ran out ({failure.get('message', '')[-200:]})"
             ),
         )
-    report["user_output"] = _user_output(out, err)
-    report["isolation"] = sandbox.describe(
-        isolation,
-        request,
-        group=group.describe(),
-        job_space=job_space,
-        seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None,
-    )
-    report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
-    report["timeline"] = _job_timeline(report.get("timeline"), report_path, started_unix, spawned_unix, exited_unix)
-    return report
+    return complete(report, report_path, exited_unix)
 
 
 def _job_timeline(
-    child: dict | None, report_path: str, started_unix: float, spawned_unix: float, exited_unix: float
+    child: dict | None, report_path: str, started_unix: float, spawned_unix: float, exited_unix: float | None
 ) -> dict:
     """The child's timeline (untrusted, but validated numbers) inside the parent's: the folder prepared, the sandbox
-    started up to the child's first instant, the report written (until report.json's modification time: the
-    report cannot hold its own end), the child's exit up to the parent's wait returning, the read-back."""
+    started up to the child's first instant, the report written (until the report file's modification time: the
+    report cannot hold its own end), the child's exit up to the parent's wait returning, the read-back.
+    ``exited_unix`` None: the report before the warm compile, read while the child runs on (no exit yet)."""
     parent = Recorder("parent")
     parent.add("prepare", started_unix, spawned_unix)
+    until = time.time() if exited_unix is None else exited_unix
     phases = (child or {}).get("phases") or []
     origin = (child or {}).get("origin_unix_s")
-    known = bool(phases) and isinstance(origin, (int, float)) and spawned_unix <= origin <= exited_unix
-    child_started = origin if known else exited_unix
+    known = bool(phases) and isinstance(origin, (int, float)) and spawned_unix <= origin <= until
+    child_started = origin if known else until
     parent.add("sandbox_start", spawned_unix, child_started)
-    child_ended = child_started + max((p["end_s"] for p in phases), default=0.0) if known else exited_unix
+    child_ended = child_started + max((p["end_s"] for p in phases), default=0.0) if known else until
     writer = Recorder("child")
     try:
         written = os.lstat(report_path).st_mtime
     except OSError:
         written = None
-    if known and written is not None and child_ended < written <= exited_unix:
+    if known and written is not None and child_ended < written <= until:
         writer.add("write_report", child_ended, written)
         child_ended = written
-    parent.add("process_exit", min(child_ended, exited_unix), exited_unix)
-    parent.add("read_report", exited_unix, time.time())
+    if exited_unix is not None:
+        parent.add("process_exit", min(child_ended, exited_unix), exited_unix)
+    parent.add("read_report", min(child_ended, until) if exited_unix is None else exited_unix, time.time())
     return merged(child if known else None, started_unix, "job_start", parent, writer)
 
 
@@ -368,6 +392,7 @@ class _Pump:
         self.forwarded = self.forwarded_bytes = 0
         self.capped = self.space_full = False
         self.failed_event = None  # the child's own "failed" event, with the failure's kind and message
+        self.on_early_report = None  # called once when the warm compile starts: the report before it is written
 
     def run(self) -> None:
         output_limit = self.request.output_limit_mb * 1024 * 1024
@@ -446,6 +471,9 @@ class _Pump:
 
     def _note(self, event: dict) -> None:
         self.last_stage = event["stage"]
+        if event["stage"] == "warm_compile" and event["state"] == "started" and self.on_early_report:
+            self.on_early_report, hand_over = None, self.on_early_report
+            hand_over()
         if event["state"] == "failed" and "kind" in event:
             self.failed_event = event
 

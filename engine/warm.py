@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 # Kernel binaries as the caches keep them: C++ kernels (.so) under TORCHINDUCTOR_CACHE_DIR, Triton's under
 # TRITON_CACHE_DIR (.cubin on NVIDIA, .hsaco on AMD).
@@ -60,7 +59,6 @@ def cache_counts(counters, kernels: int, binaries_written: int) -> dict:
 
 def main(argv: list[str]) -> int:
     job_dir, config_name, out_path = argv
-    started = time.monotonic()
     import torch
 
     from engine import logtap, usercode
@@ -99,7 +97,6 @@ def main(argv: list[str]) -> int:
         "config": config_name,
         "seconds": runtime.compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"]),
         "caches": cache_counts(torch._dynamo.utils.counters, kernels, written),
-        "wall_seconds": round(time.monotonic() - started, 3),
     }
     with open(out_path, "w") as f:
         json.dump(result, f)

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from pydantic import TypeAdapter
 from sqlalchemy import delete, func, select
 from sqlalchemy import text as sql_text
 from sqlalchemy.exc import IntegrityError
@@ -312,11 +313,18 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
 def replace_section(session: Session, run_id: int, name: str, value) -> None:
     """Rewrite one section of a stored report (validated as that section of the contract); nothing when the run
     has no such section (its report was not stored)."""
-    value = Report.model_fields[name].annotation.model_validate(value).model_dump()
+    adapter = TypeAdapter(Report.model_fields[name].annotation)  # a model, or a list of them (stages)
+    value = adapter.dump_python(adapter.validate_python(value))
     section = session.get(ReportSection, (run_id, name))
     if section is not None:
         section.body = _json_text(value)
         session.commit()
+
+
+def set_engine_seconds(session: Session, run_id: int, report: dict) -> None:
+    """The engine's job seconds of a report whose sections were replaced after it was first stored."""
+    session.get(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    session.commit()
 
 
 def _delete_report(session: Session, run_id: int) -> None:
@@ -603,6 +611,38 @@ def progress_steps(run: Run) -> list[dict]:
         else:
             steps.append({"stage": stage, "config": config, "state": never_started, "seconds": None, "elapsed_s": None})
     return steps
+
+
+def store_early_report(session: Session, run_id: int, report: dict, limit_bytes: int = REPORT_LIMIT_BYTES) -> bool:
+    """Store the report a job hands over before its warm compile (engine.job.run_job's on_report) as the run's:
+    succeeded, readable, but with no engine seconds yet (the job runs on): that is what still_measuring reads.
+    False when it was not stored as a success (refused as too large): the final report then decides."""
+    store_report(session, run_id, report, limit_bytes)
+    run = session.get(Run, run_id)
+    if run.status != SUCCEEDED:
+        return False
+    run.engine_seconds = None
+    session.commit()
+    return True
+
+
+def job_runs_on(run: Run, settings: Settings) -> bool:
+    """Whether the run's job may still be running: the run is, or its report was stored before the warm compile
+    (store_early_report) and the final report has not filled it in, within the job's time limit since (a worker
+    lost meanwhile never completes it; the report stays as stored)."""
+    if run.status == RUNNING:
+        return True
+    if run.status != SUCCEEDED or run.kind == IMPORT or run.engine_seconds is not None or run.finished_at is None:
+        return False
+    return utcnow() - run.finished_at <= timedelta(seconds=settings.job_limits()["time_limit_s"])
+
+
+def still_measuring(run: Run, steps: list[dict], settings: Settings) -> list[dict]:
+    """The warm compile of a run whose report was stored before it, until the final report has filled it in: the
+    pages say so and reload then."""
+    if run.status != SUCCEEDED or not job_runs_on(run, settings):
+        return []
+    return [step for step in steps if step["stage"] == "warm_compile"]
 
 
 def time_left(steps: list[dict]) -> float | None:

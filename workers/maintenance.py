@@ -17,7 +17,6 @@ from engine import jobgroup, sandbox
 from storage import runstore
 from storage.config import Settings
 from storage.db import make_engine, session_factory
-from storage.models import RUNNING
 from workers import device
 
 log = logging.getLogger(__name__)
@@ -61,8 +60,9 @@ class Maintenance(threading.Thread):
 
 def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
     """Kill what is left of jobs of runs no worker runs any more, and delete their folders (unmounting their
-    tmpfs) and empty cgroups: a worker killed mid-job leaves them behind. A folder exists only while its run is
-    "running" (it is made after the claim and removed before the report is stored), so any other folder is dead."""
+    tmpfs) and empty cgroups: a worker killed mid-job leaves them behind. A folder exists only while its job runs
+    (it is made after the claim and removed before the final report is stored: runstore.job_runs_on), so any
+    other folder is dead."""
     try:
         names = os.listdir(settings.jobs_path)
     except FileNotFoundError:
@@ -71,7 +71,7 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
     with sessions() as session:
         for name in names:
             run = runstore.get_run(session, name)
-            if run is None or run.status != RUNNING:
+            if run is None or not runstore.job_runs_on(run, settings):
                 folder = os.path.join(settings.jobs_path, name)
                 sandbox.kill_processes_of_job_dir(folder)  # a job whose worker died may still run
                 sandbox.remove_job_dir(folder)

@@ -1168,12 +1168,13 @@ def warm_compiles(job_dir: str, config_name: str, time_left_s: float) -> dict:
         except subprocess.TimeoutExpired:
             out[label] = {"status": "failed", "reason": f"did not finish within {budget:.0f} s"}
             break
-        time_left_s -= time.monotonic() - started
+        wall_s = time.monotonic() - started
+        time_left_s -= wall_s
         if proc.returncode != 0 or not os.path.exists(path):
             out[label] = {"status": "failed", "reason": (proc.stderr or f"exit status {proc.returncode}")[-2000:]}
             break
         with open(path) as f:
-            out[label] = json.load(f)
+            out[label] = {**json.load(f), "wall_seconds": round(wall_s, 3)}  # its start and exit included
     return out
 
 
@@ -1187,8 +1188,15 @@ class WarmCompileStage(Stage):
         target = job.state.target
         if target.backend != "inductor":
             return
+        pending = {"status": "pending", "reason": "the warm compile was still running when the report was stored"}
+        job.report["runtime"]["compile_cache"].update(warmup=pending, warm=pending)
+        job.save_early()
         t0 = job.begin(self.name, config=target.name)
         with job.state.ctx.guard("runtime.warm_compile"):
             time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
             job.report["runtime"]["compile_cache"].update(warm_compiles(job.job_dir, target.name, time_left))
+        cache = job.report["runtime"]["compile_cache"]
+        for label in ("warmup", "warm"):  # what never ran (the one before it failed, or this stage raised)
+            if cache[label]["status"] == "pending":
+                cache[label] = {"status": "skipped", "reason": "the warm compile did not get this far (see errors)"}
         job.end(self.name, t0, config=target.name)

@@ -1,6 +1,7 @@
 // The run page while a job is queued or running: polls the API and redraws the steps (in the order they run, the
 // current one named with its config, an estimate of the time left), opens each tab as soon as its stage has
-// finished, and reloads into the report once the run has finished.
+// finished, and reloads into the report once the run has finished (and again once its warm compile, measured
+// after the report was stored, has ended).
 function pollRun() {
   const run = document.getElementById("run");
   if (!run) return;
@@ -67,11 +68,24 @@ function pollRun() {
     return fresh.includes(currentTab) || (currentTab === "overview" && fresh.length > 0 && document.getElementById("story"));
   }
 
+  // A page loaded with the report already stored, while the warm compile still runs: wait for it to end, then
+  // reload where its figures are drawn (the Runtime tab, the Overview's story).
+  const loadedFinished = ["succeeded", "failed"].includes(run.dataset.status);
+
   async function poll() {
     try {
       const response = await fetch(apiUrl, { headers: { Accept: "application/json" } });
       if (response.ok) {
         const data = await response.json();
+        if (loadedFinished) {
+          if ((data.still_measuring || []).length === 0) {
+            if (["runtime", "overview"].includes(currentTab)) window.location.reload();
+            else document.getElementById("still-measuring")?.remove();
+            return;
+          }
+          setTimeout(poll, 1000);
+          return;
+        }
         show(data);
         const finished = data.status === "succeeded" || data.status === "failed";
         const changed = openTabs(data.tabs_ready);

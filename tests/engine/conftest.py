@@ -22,14 +22,16 @@ def explore(tmp_path_factory):
         if key not in cache:
             with open(os.path.join(EXAMPLES, example + ".py")) as f:
                 code = f.read()
-            events = []
+            events, early = [], []
             job_dir = tmp_path_factory.mktemp(example)
             report = run_job(
                 JobRequest(code=code, filename=example + ".py", configs=list(configs), **request),
                 job_dir=str(job_dir),
                 on_event=events.append,
+                on_report=early.append,
             )
             report["_events"] = events
+            report["_early"] = early  # the report handed over before the warm compile (Inductor jobs)
             cache[key] = report
         return cache[key]
 

@@ -267,6 +267,26 @@ def test_cold_and_warm_compiles_of_the_seed_with_cache_hits_per_stage(seed):
     assert any(s["name"] == "warm_compile" for s in seed["stages"])
 
 
+def test_the_report_is_handed_over_before_the_warm_compile_complete_but_for_it(seed):
+    """The warm compile (two fresh processes, 10-20 s here) runs after the report the user reads: the report
+    before it has every figure the final one has, says the warm compile is pending, and its timeline ends where
+    the final timeline's warm_compile phase begins."""
+    (early,) = seed["_early"]
+    assert early["status"] == "ok" and not early["failure"]
+    pending = early["runtime"]["compile_cache"]
+    assert pending["warmup"]["status"] == pending["warm"]["status"] == "pending"
+    assert pending["cold"] == seed["runtime"]["compile_cache"]["cold"]
+    assert early["runtime"]["benchmarks"] == seed["runtime"]["benchmarks"]
+    assert early["summary"] == seed["summary"] and early["dynamo"] == seed["dynamo"]
+    assert not any(s["name"] == "warm_compile" for s in early["stages"])
+    (warm,) = [p for p in seed["timeline"]["phases"] if p["phase"] == "warm_compile"]
+    processes = sum(seed["runtime"]["compile_cache"][k]["wall_seconds"] for k in ("warmup", "warm"))
+    assert processes <= warm["end_s"] - warm["start_s"] <= processes + 1.0
+    assert early["timeline"]["wall_s"] <= warm["start_s"] + 0.5 < seed["timeline"]["wall_s"]
+    top = [p["phase"] for p in early["timeline"]["phases"] if p["depth"] == 0]
+    assert top[-2:] == ["write_report", "read_report"] and "process_exit" not in top
+
+
 # --- one name per count --------------------------------------------------------------------------------------
 
 

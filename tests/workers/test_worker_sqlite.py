@@ -156,3 +156,50 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     html = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
     assert 'id="runtime-timeline"' in html and 'aria-label="Job timeline by phase"' in html
     assert "import_torch" in html and "queue_wait" in html  # the chart's rows (its figure, as JSON)
+
+
+def test_an_inductor_run_is_readable_before_its_warm_compile_which_fills_in_afterwards(sqlite_site):
+    """The worker stores the report the child hands over before the warm compile (two fresh processes, 10-20 s
+    here): the run reads as succeeded with the warm compile pending, the pages say it is still being measured, and
+    the final report then replaces the warm compile's figures; the timeline says when the report was readable."""
+    client, worker = sqlite_site
+    run_id = client.post(
+        "/api/runs", json={"code": SEED, "filename": "seed.py", "configs": ["eager", "inductor_default"]}
+    ).get_json()["id"]
+    status = wait_until(
+        lambda: (data := client.get(f"/api/runs/{run_id}").get_json())["status"] in ("succeeded", "failed") and data,
+        timeout=240,
+        interval=0.05,
+        what="the report",
+        worker=worker,
+    )
+    assert status["status"] == "succeeded", (status, worker.output()[-6000:])
+    assert [(s["stage"], s["config"]) for s in status["still_measuring"]] == [("warm_compile", "inductor_default")]
+    early = client.get(f"/api/runs/{run_id}/report").get_json()
+    assert early["runtime"]["compile_cache"]["warm"]["status"] == "pending"
+    assert [b["config"] for b in early["runtime"]["benchmarks"]] == ["eager", "inductor_default"]
+    runtime_page = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
+    assert 'id="still-measuring"' in runtime_page and 'id="warm-compile-pending"' in runtime_page
+    assert "js/run.js" in runtime_page  # it polls, and reloads once the warm compile has ended
+
+    final = wait_until(
+        lambda: not (data := client.get(f"/api/runs/{run_id}").get_json())["still_measuring"] and data,
+        timeout=120,
+        what="the warm compile",
+        worker=worker,
+    )
+    assert final["status"] == "succeeded", final["error"]
+    report = client.get(f"/api/runs/{run_id}/report").get_json()
+    cache = report["runtime"]["compile_cache"]
+    assert cache["warmup"]["status"] == cache["warm"]["status"] == "ok", cache
+    assert report["runtime"]["benchmarks"] == early["runtime"]["benchmarks"]
+    timeline = report["timeline"]
+    top = [p for p in timeline["phases"] if p["depth"] == 0]
+    (warm,) = [p for p in top if p["phase"] == "warm_compile"]
+    (early_store,) = [p for p in timeline["phases"] if p["phase"] == "store" and p["depth"] == 1]
+    assert warm["start_s"] <= early_store["start_s"] < early_store["end_s"] == timeline["report_stored_s"]
+    assert timeline["report_stored_s"] < warm["end_s"] < timeline["wall_s"]
+    assert early["timeline"]["wall_s"] == pytest.approx(timeline["report_stored_s"], abs=0.05)
+    assert sum(phase_seconds(timeline).values()) == pytest.approx(timeline["wall_s"], rel=0.01)
+    page = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
+    assert 'id="still-measuring"' not in page and 'id="warm-compile-total"' in page

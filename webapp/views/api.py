@@ -136,6 +136,8 @@ def status_of(run: Run) -> dict:
         # the seconds left, estimated from the steps done; the stage tabs readable now.
         "steps": steps,
         "current": next((s for s in steps if s["state"] == "started"), None),
+        # Steps under way after the report was stored (the warm compile): the report page reloads when they end.
+        "still_measuring": runstore.still_measuring(run, steps, context.settings()),
         "time_left_s": None if finished else runstore.time_left(steps),
         "tabs_ready": sorted(
             story.tabs_ready(runstore.stage_progress(run), run.status, error, runstore.has_report(session, run))

@@ -185,6 +185,7 @@ def report(slug: str, tab: str):
         finished=finished,
         steps=steps,
         time_left=runstore.time_left(steps),
+        still_measuring=runstore.still_measuring(run, steps, context.settings()),
         queue_position=runstore.queue_position(session, run),
         error=error,
         messages=runstore.messages(run),
