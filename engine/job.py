@@ -312,11 +312,7 @@ def warm_up_shared_pch(isolation: sandbox.Isolation) -> list[str]:
     return sandbox.warm_shared_pch(isolation, compile_in)
 
 
-# The gallery files a worker compiles into its trusted kernel cache when none is configured (PT2SCOPE_KERNEL_CACHE_GALLERY).
-KERNEL_CACHE_GALLERY = ("seed.py",)
-
-
-def warm_up_kernel_cache(isolation: sandbox.Isolation, examples_dir: str, names=KERNEL_CACHE_GALLERY, devices=("cpu",)):
+def warm_up_kernel_cache(isolation: sandbox.Isolation, examples_dir: str, names, devices=("cpu",)) -> list[str]:
     """Fill isolation.kernel_cache_dir with the kernels of gallery files ``names`` (our own code, in
     ``examples_dir``), each run as a sandboxed job per device in ``devices``; return the files published.
 
