@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass
 
 from contract.vocab import ISOLATION_MODES as MODES
-from engine.warm import BINARY_SUFFIXES
 
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_ROOT = os.path.dirname(ENGINE_DIR)
@@ -45,6 +44,9 @@ PCH_SUBDIR = os.path.join(f"torchinductor_{JOB_USER}", "precompiled_headers")
 # Triton lists each cached kernel's files by absolute path (its __grp__ file), so a kernel built in one folder is
 # found only at that same path: every sandboxed job sees its own Triton cache (JOB/triton-cache) at this fixed path.
 SANDBOX_TRITON_CACHE = "/var/cache/pt2scope/triton"
+# Kernel binaries as the caches keep them: C++ kernels (.so) under TORCHINDUCTOR_CACHE_DIR, Triton's under
+# TRITON_CACHE_DIR (.cubin on NVIDIA, .hsaco on AMD). engine.warm counts them; the trusted kernel cache keeps them.
+BINARY_SUFFIXES = (".so", ".cubin", ".hsaco")
 # The trusted kernel cache (publish_kernel_cache): its subfolders and the job folder each is bound into.
 KERNEL_STORE_ROOTS = {"inductor": "inductor-cache", "triton": "triton-cache"}
 KERNEL_STORE_CURRENT = "current"  # a link to the store's folder for the worker's toolchain and gallery

@@ -16,9 +16,7 @@ import os
 import sys
 import time
 
-# Kernel binaries as the caches keep them: C++ kernels (.so) under TORCHINDUCTOR_CACHE_DIR, Triton's under
-# TRITON_CACHE_DIR (.cubin on NVIDIA, .hsaco on AMD).
-BINARY_SUFFIXES = (".so", ".cubin", ".hsaco")
+from engine.sandbox import BINARY_SUFFIXES
 
 
 def kernel_binaries() -> set[str]:
