@@ -36,7 +36,13 @@ def main() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
         probe.close()
-        env = {**os.environ, "PT2SCOPE_INSTANCE": instance, "PT2SCOPE_PCH_WARMUP": "0", "PT2SCOPE_RATE_LIMIT": "0"}
+        env = {
+            **os.environ,
+            "PT2SCOPE_INSTANCE": instance,
+            "PT2SCOPE_PCH_WARMUP": "0",
+            "PT2SCOPE_KERNEL_CACHE_GALLERY": "none",
+            "PT2SCOPE_RATE_LIMIT": "0",
+        }
         server = subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--port", str(port)],
             cwd=ROOT,

@@ -76,6 +76,7 @@ def one_pass(deployment, workdir: str, count: int, jobs: int, configs: list[str]
                     os.path.join(workdir, f"worker-{count}-{i}.log"),
                     PT2SCOPE_INSTANCE=os.path.join(workdir, f"worker-{count}-{i}"),
                     PT2SCOPE_PCH_WARMUP="false",
+                    PT2SCOPE_KERNEL_CACHE_GALLERY="none",
                     **deployment.env,
                 )
             )

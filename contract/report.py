@@ -515,7 +515,12 @@ class KernelCacheCount(Model):
     generated: int
     """kernels the compile's output code defines"""
     binaries_written: int
+    trusted_binaries: int | None = None
+    """the recorded compile only: binaries of the worker's trusted kernel cache (built at its start from the
+    gallery) the sandbox bound read-only into the job's cache folders before it; 0 when none was bound (every
+    kernel then came from the job's new, empty folders)"""
     state: str | None = None
+    """in words: where the kernels came from (`shared: ...` when the worker's trusted cache was bound)"""
 
 
 class CompileCaches(Model):
@@ -527,7 +532,8 @@ class CompileCaches(Model):
 
 
 class ColdCompile(Model):
-    """The recorded compile: the job's new, empty cache folders, graph caches off (to see IR and fusion)."""
+    """The recorded compile: graph caches off (to see IR and fusion), the job's new cache folders, holding the
+    worker's trusted kernel binaries where it has them (caches.kernels.trusted_binaries)."""
 
     seconds: CompileSeconds
     caches: CompileCaches
@@ -1098,6 +1104,9 @@ class Isolation(Model):
     """what the seccomp filter denies (namespaces, mounts, keyrings, ...), or `none`"""
     shared_pch: bool | None = None
     """the trusted precompiled header was bound read-only"""
+    shared_kernel_cache: str | None = None
+    """the worker's trusted kernel cache bound read-only (its folder: a hash of the toolchain and the gallery files
+    it was built from), or null"""
     limits: IsolationLimits = Field(default_factory=IsolationLimits)
     enforced_by: IsolationEnforcement = Field(default_factory=IsolationEnforcement)
 

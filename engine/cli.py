@@ -146,6 +146,12 @@ def summary(report: dict) -> str:
     cs = {k: v for k, v in (rt.get("compile_seconds") or {}).items() if isinstance(v, (int, float))}
     if cs:
         lines.append("compile (exclusive stages): " + ", ".join(f"{k} {v:.2f}s" for k, v in cs.items()))
+    cold_kernels = (((rt.get("compile_cache") or {}).get("cold") or {}).get("caches") or {}).get("kernels")
+    if cold_kernels:  # where the recorded compile's kernels came from, in words (a shared cache says so)
+        lines.append(
+            f"kernel binaries (recorded compile): {cold_kernels['hits']} hit(s), {cold_kernels['misses']} miss(es)"
+            f" ({cold_kernels.get('state')})"
+        )
     warm = (rt.get("compile_cache") or {}).get("warm") or {}
     if warm.get("status") == "ok":
         lines.append(f"warm compile (fresh process, caches filled): {warm['seconds']['total']:.2f}s")

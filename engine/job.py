@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from contract.limits import DEFAULT_LIMITS
 from contract.report import ReportError, checked_report
@@ -334,6 +334,31 @@ def warm_up_shared_pch(isolation: sandbox.Isolation) -> list[str]:
             raise RuntimeError(f"the precompiled-header warm-up failed: {report['failure']['message']}")
 
     return sandbox.warm_shared_pch(isolation, compile_in)
+
+
+def warm_up_kernel_cache(isolation: sandbox.Isolation, examples_dir: str, names, devices=("cpu",)) -> list[str]:
+    """Fill isolation.kernel_cache_dir with the kernels of gallery files ``names`` (our own code, in
+    ``examples_dir``), each run as a sandboxed job per device in ``devices``; return the files published.
+
+    Run by a worker when it starts, after the precompiled header (the jobs compile with it), outside any user's
+    job. Each job is a user's job of that file (the same engine, so the recorded compile's settings, hence the same
+    kernel sources and cache keys), without the store (it compiles every kernel). engine.sandbox explains why
+    sharing the binaries is safe and how jobs get them."""
+    jobs = {}  # "seed.py (cpu)": (device, file name, code)
+    for name in names:
+        with open(os.path.join(examples_dir, name)) as f:
+            code = f.read()
+        jobs.update({f"{name} ({device})": (device, name, code) for device in devices})
+    builder = replace(isolation, kernel_cache_dir=None)
+
+    def compile_in(job_dir: str, label: str, _code: str) -> None:
+        device, name, code = jobs[label]
+        request = JobRequest(code=code, filename=name, device=device, configs=["inductor_default"])
+        report = run_job(request, job_dir, isolation=builder)
+        if report["status"] != "ok":
+            raise RuntimeError(f"the kernel-cache warm-up of {label} failed: {report['failure']['message']}")
+
+    return sandbox.publish_kernel_cache(isolation, {label: job[2] for label, job in jobs.items()}, compile_in)
 
 
 def _child_env(job_dir: str, event_fd: int, request: JobRequest) -> dict:

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import glob
+import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -38,6 +41,19 @@ CHILD_PACKAGES = (ENGINE_DIR, os.path.join(PROJECT_ROOT, "contract"))
 # $TMPDIR/torchinductor_<user>/precompiled_headers, so it must be the same in every job.
 JOB_USER = "pt2scope"
 PCH_SUBDIR = os.path.join(f"torchinductor_{JOB_USER}", "precompiled_headers")
+# Triton lists each cached kernel's files by absolute path (its __grp__ file), so a kernel built in one folder is
+# found only at that same path: every sandboxed job sees its own Triton cache (JOB/triton-cache) at this fixed path.
+SANDBOX_TRITON_CACHE = "/var/cache/pt2scope/triton"
+# Kernel binaries as the caches keep them: C++ kernels (.so) under TORCHINDUCTOR_CACHE_DIR, Triton's under
+# TRITON_CACHE_DIR (.cubin on NVIDIA, .hsaco on AMD). engine.warm counts them; the trusted kernel cache keeps them.
+BINARY_SUFFIXES = (".so", ".cubin", ".hsaco")
+# The trusted kernel cache (publish_kernel_cache): its subfolders and the job folder each is bound into.
+KERNEL_STORE_ROOTS = {"inductor": "inductor-cache", "triton": "triton-cache"}
+KERNEL_STORE_CURRENT = "current"  # a link to the store's folder for the worker's toolchain and gallery
+# What a kernel-cache lookup needs besides the binaries: a C++ kernel split in two is linked from objects that must
+# exist too (codecache._worker_compile_cpp builds any missing target); a Triton kernel's folder also holds its
+# metadata (.json) and group file.
+INDUCTOR_STORE_SUFFIXES = (*BINARY_SUFFIXES, ".o")
 # When the worker is root, each job runs as a uid of its own in [SANDBOX_UID_BASE, +SANDBOX_UID_SPAN), leased for
 # the job's lifetime (UidLease): RLIMIT_NPROC counts per uid, files are owned per uid, and whatever still runs as
 # the uid when the job ends is killed, so nothing of one job reaches a later one.
@@ -64,13 +80,19 @@ class Isolation:
     mode: str = "bubblewrap"
     # Folder of precompiled headers made by a trusted warm-up (see warm_shared_pch); bound read-only into jobs.
     shared_pch_dir: str | None = None
+    # Folder of kernel binaries compiled by trusted jobs of the gallery (see publish_kernel_cache); bound read-only.
+    kernel_cache_dir: str | None = None
 
     @classmethod
     def from_env(cls, env=os.environ) -> Isolation:
         mode = env.get("PT2SCOPE_ISOLATION", "bubblewrap")
         if mode not in MODES:
             raise IsolationError(f"PT2SCOPE_ISOLATION={mode!r}: choose one of {', '.join(MODES)}")
-        return cls(mode=mode, shared_pch_dir=env.get("PT2SCOPE_PCH_DIR") or None)
+        return cls(
+            mode=mode,
+            shared_pch_dir=env.get("PT2SCOPE_PCH_DIR") or None,
+            kernel_cache_dir=env.get("PT2SCOPE_KERNEL_CACHE_DIR") or None,
+        )
 
 
 def child_command(
@@ -147,6 +169,7 @@ def describe(
             else "none"
         ),
         "shared_pch": bool(sandboxed and _shared_pch_files(isolation)),
+        "shared_kernel_cache": kernel_store_id(isolation) if sandboxed else None,
         "limits": {name: getattr(request, name) for name in enforced},
         "enforced_by": enforced,
     }
@@ -190,7 +213,8 @@ def check(isolation: Isolation) -> str:
     if result.stdout.strip() != "1":
         raise IsolationError(f"the sandbox sees {result.stdout.strip()} network interfaces, expected only lo")
     pch = "shared precompiled header " + ("on" if _shared_pch_files(isolation) else "off")
-    return f"isolation: bubblewrap (no network, read-only system, unprivileged, {pch})"
+    kernels = "trusted kernel cache " + ("on" if kernel_store_id(isolation) else "off")
+    return f"isolation: bubblewrap (no network, read-only system, unprivileged, {pch}, {kernels})"
 
 
 def prepare_job_dir(job_dir: str, isolation: Isolation, uid: int | None = None) -> None:
@@ -199,6 +223,16 @@ def prepare_job_dir(job_dir: str, isolation: Isolation, uid: int | None = None) 
     folders = [job_dir, os.path.join(job_dir, "tmp")]
     folders += [os.path.join(folders[1], *PCH_SUBDIR.split(os.sep)[: i + 1]) for i in range(2)]
     os.makedirs(folders[-1], exist_ok=True)
+    if isolation.mode == "bubblewrap":
+        # Each job's own cache folders, and in them the folders the trusted kernels are bound into: the job's to
+        # write in (its other kernels, Inductor's source files and locks), never the bound files themselves.
+        for root in KERNEL_STORE_ROOTS.values():
+            folders.append(os.path.join(job_dir, root))
+            os.makedirs(folders[-1], exist_ok=True)
+        for _, root, relative in _kernel_store_files(isolation):
+            for depth in range(1, len(relative.split("/"))):
+                folders.append(os.path.join(job_dir, KERNEL_STORE_ROOTS[root], *relative.split("/")[:depth]))
+                os.makedirs(folders[-1], exist_ok=True)
     if uid is not None and isolation.mode == "bubblewrap":
         for path in folders:
             os.chown(path, uid, uid)
@@ -423,12 +457,6 @@ def warm_shared_pch(isolation: Isolation, run_warmup) -> list[str]:
 
 def _toolchain_stamp() -> str:
     """What the precompiled headers depend on, found without importing torch: its version and the compiler's."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        torch_version = version("torch")
-    except PackageNotFoundError:
-        torch_version = "unknown"
     compiler = os.environ.get("CXX", "g++")
     try:
         compiler_version = subprocess.run(
@@ -436,7 +464,151 @@ def _toolchain_stamp() -> str:
         ).stdout.split("\n")[0]
     except (OSError, subprocess.TimeoutExpired):
         compiler_version = "unknown"
-    return f"torch {torch_version}; {compiler_version}"
+    return f"torch {_package_version('torch')}; {compiler_version}"
+
+
+def _package_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "none"
+
+
+@functools.cache
+def _kernel_stamp() -> str:
+    """What trusted kernel binaries depend on beyond their cache keys (which hash the kernel's source and compile
+    command, not torch's ABI): torch, the C++ compiler, Triton. Cached: a job's launch checks it; the toolchain of a
+    running worker does not change under it."""
+    triton = next((v for v in map(_package_version, ("triton", "pytorch-triton")) if v != "none"), "none")
+    return f"{_toolchain_stamp()}; triton {triton}"
+
+
+def publish_kernel_cache(isolation: Isolation, sources: dict[str, str], run_trusted) -> list[str]:
+    """Fill isolation.kernel_cache_dir with the kernel binaries trusted jobs compile; return the files published.
+
+    ``sources``: {gallery file name: its code}, our own code (never a user's); ``run_trusted(job_dir, name, code)``
+    runs one as a job in the sandbox with the engine's settings of a user's recorded compile, so that a user job of
+    the same model generates the same kernel source and compile command, hence the same cache keys (kernel caches
+    name their files by them: Inductor's C++ kernels JOB/inductor-cache/<2>/<key>.so, Triton's
+    TRITON_CACHE_DIR/<key>/). The store keeps one folder per toolchain and gallery (a hash of both), never changed
+    once published: it is built in a hidden folder and renamed into place, then KERNEL_STORE_CURRENT is pointed at
+    it (a link replaced by rename), so a job starting meanwhile binds the old folder's files or the new one's.
+    A folder already made for this toolchain and gallery (another worker, an earlier start) is reused.
+    """
+    store = isolation.kernel_cache_dir
+    os.makedirs(store, exist_ok=True)
+    stamp = _kernel_stamp()
+    described = stamp + "".join(
+        f"\n{name} {hashlib.sha256(code.encode()).hexdigest()}" for name, code in sorted(sources.items())
+    )
+    folder_id = hashlib.sha256(described.encode()).hexdigest()[:16]
+    folder = os.path.join(store, folder_id)
+    published = []
+    if _read_stamp(folder) != stamp:
+        staging = tempfile.mkdtemp(prefix=f".{folder_id}.", dir=store)
+        for name, code in sorted(sources.items()):
+            with tempfile.TemporaryDirectory(prefix="pt2scope-kernel-warmup-") as job_dir:
+                run_trusted(job_dir, name, code)
+                published += _copy_kernels(job_dir, staging)
+        with open(os.path.join(staging, "manifest.json"), "w") as f:
+            json.dump({"built_for": stamp, "sources": sorted(sources), "files": published}, f)
+        for path, dirs, files in os.walk(staging):
+            for name in files:
+                os.chmod(os.path.join(path, name), 0o444)
+            for name in dirs:
+                os.chmod(os.path.join(path, name), 0o755)
+        os.chmod(staging, 0o755)
+        if os.path.exists(folder):  # left by a build for another toolchain under the same id (never reused)
+            shutil.rmtree(folder)
+        try:
+            os.rename(staging, folder)
+        except OSError:  # another worker published the same folder meanwhile: theirs is as good
+            shutil.rmtree(staging, ignore_errors=True)
+            published = []
+    link = os.path.join(store, f".{KERNEL_STORE_CURRENT}.{os.getpid()}.tmp")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(folder_id, link)
+    os.replace(link, os.path.join(store, KERNEL_STORE_CURRENT))
+    return published
+
+
+def _copy_kernels(job_dir: str, staging: str) -> list[str]:
+    """Copy what a trusted job's kernel caches hold of its binaries into ``staging`` (<root>/<path in the cache>):
+    Inductor's C++ binaries and objects, and each Triton kernel folder that holds a binary. Returns 'root/path's."""
+    copied = []
+    for root, job_root in KERNEL_STORE_ROOTS.items():
+        base = os.path.join(job_dir, job_root)
+        for path, _, files in os.walk(base):
+            if root == "triton" and not any(name.endswith(BINARY_SUFFIXES) for name in files):
+                continue
+            for name in files:
+                source = os.path.join(path, name)
+                if os.path.islink(source) or not os.path.isfile(source) or ".tmp" in name:
+                    continue
+                if root == "inductor" and not name.endswith(INDUCTOR_STORE_SUFFIXES):
+                    continue
+                relative = os.path.relpath(source, base)
+                target = os.path.join(staging, root, relative)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if not os.path.exists(target):
+                    shutil.copyfile(source, target)
+                    copied.append(f"{root}/{relative}")
+    return copied
+
+
+def _read_stamp(folder: str) -> str | None:
+    try:
+        with open(os.path.join(folder, "manifest.json")) as f:
+            return json.load(f).get("built_for")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _kernel_store_folder(isolation: Isolation) -> str | None:
+    """The store's current folder, if it was built for this worker's toolchain (else it is not used)."""
+    if not isolation.kernel_cache_dir or isolation.mode != "bubblewrap":
+        return None
+    folder = os.path.realpath(os.path.join(isolation.kernel_cache_dir, KERNEL_STORE_CURRENT))
+    if (
+        os.path.dirname(folder) != os.path.realpath(isolation.kernel_cache_dir)
+        or _read_stamp(folder) != _kernel_stamp()
+    ):
+        return None
+    return folder
+
+
+def kernel_store_id(isolation: Isolation) -> str | None:
+    """The trusted kernel cache a job gets bound (its folder's name: a hash of the toolchain and the gallery files
+    it was built from), or None: part of what a job's sandbox is (describe)."""
+    folder = _kernel_store_folder(isolation)
+    return os.path.basename(folder) if folder and _kernel_store_files(isolation) else None
+
+
+def kernel_store_sources(isolation: Isolation) -> list[str]:
+    """The gallery files the bound trusted kernel cache was built from ([] when none is bound)."""
+    folder = _kernel_store_folder(isolation)
+    try:
+        with open(os.path.join(folder, "manifest.json")) as f:
+            return list(json.load(f)["sources"])
+    except (TypeError, OSError, ValueError, KeyError):
+        return []
+
+
+def _kernel_store_files(isolation: Isolation) -> list[tuple[str, str, str]]:
+    """(file in the store, root, path under the root) for each trusted kernel file to bind."""
+    folder = _kernel_store_folder(isolation)
+    found = []
+    for root in KERNEL_STORE_ROOTS if folder else ():
+        base = os.path.join(folder, root)
+        for path, _, files in os.walk(base):
+            for name in files:
+                source = os.path.join(path, name)
+                if os.path.isfile(source) and not os.path.islink(source):
+                    found.append((source, root, os.path.relpath(source, base).replace(os.sep, "/")))
+    return sorted(found)
 
 
 def _shared_pch_files(isolation: Isolation) -> list[str]:
@@ -513,7 +685,14 @@ def _bwrap(
     else:  # root: no user namespace (see the module docstring); setpriv drops to the job's uid
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
     args += ["--clearenv"]
-    for key, value in env.items():
+    job_triton_cache = env.get("TRITON_CACHE_DIR")
+    trusted = {**env}
+    if job_triton_cache:
+        trusted["TRITON_CACHE_DIR"] = SANDBOX_TRITON_CACHE
+    sources = kernel_store_sources(isolation)
+    if sources:  # which trusted kernels the job's cache folders hold (the report names them)
+        trusted["PT2SCOPE_TRUSTED_KERNELS"] = ",".join(sources)
+    for key, value in trusted.items():
         args += ["--setenv", key, str(value)]
 
     made = set()
@@ -574,6 +753,13 @@ def _bwrap(
     pch_dir = os.path.join(job_dir, "tmp", PCH_SUBDIR)
     for path in _shared_pch_files(isolation):
         args += ["--ro-bind", path, os.path.join(pch_dir, os.path.basename(path))]
+    if job_triton_cache:
+        args += parents(SANDBOX_TRITON_CACHE) + ["--bind", job_triton_cache, SANDBOX_TRITON_CACHE]
+    # Trusted kernel binaries, the same way: each file read-only into this job's own cache folder (its Triton
+    # cache at the fixed path), where the kernel caches look them up by key.
+    targets = {"inductor": os.path.join(job_dir, KERNEL_STORE_ROOTS["inductor"]), "triton": SANDBOX_TRITON_CACHE}
+    for path, root, relative in _kernel_store_files(isolation):
+        args += ["--ro-bind", path, os.path.join(targets[root], relative)]
     return args + ["--chdir", job_dir, "--"]
 
 

@@ -15,9 +15,7 @@ import json
 import os
 import sys
 
-# Kernel binaries as the caches keep them: C++ kernels (.so) under TORCHINDUCTOR_CACHE_DIR, Triton's under
-# TRITON_CACHE_DIR (.cubin on NVIDIA, .hsaco on AMD).
-_BINARY_SUFFIXES = (".so", ".cubin", ".hsaco")
+from engine.sandbox import BINARY_SUFFIXES
 
 
 def kernel_binaries() -> set[str]:
@@ -27,7 +25,21 @@ def kernel_binaries() -> set[str]:
         if not root or not os.path.isdir(root):
             continue
         for folder, _, files in os.walk(root):
-            found.update(os.path.join(folder, f) for f in files if f.endswith(_BINARY_SUFFIXES))
+            found.update(os.path.join(folder, f) for f in files if f.endswith(BINARY_SUFFIXES))
+    return found
+
+
+def trusted_binaries(binaries: set[str]) -> set[str]:
+    """The binaries on a read-only mount: the worker's trusted kernel cache, bound by the sandbox
+    (engine.sandbox.publish_kernel_cache). A job cannot make one (it may not mount), so it cannot pass off a binary
+    of its own as trusted."""
+    found = set()
+    for path in binaries:
+        try:
+            if os.statvfs(path).f_flag & os.ST_RDONLY:
+                found.add(path)
+        except OSError:
+            pass
     return found
 
 

@@ -39,6 +39,14 @@ class Settings:
     report_limit_mb: int = 256  # one run's report as stored (sections, outlines, graphs); larger ones are refused
     # Workers compile a trusted precompiled header once at start and share it read-only with every CPU job.
     pch_warmup: bool = True
+    # ... and compile these gallery files (comma-separated, in examples_dir) into a trusted kernel cache that every
+    # job gets read-only (engine.job.warm_up_kernel_cache); "none": no trusted kernel cache.
+    kernel_cache_gallery: str = "seed.py"
+
+    def kernel_cache_files(self) -> list[str]:
+        names = [name.strip() for name in self.kernel_cache_gallery.split(",")]
+        return [name for name in names if name and name != "none"]
+
     # Submissions per client (by IP address, stored only as a keyed hash) within the window; 0 turns it off.
     rate_limit_count: int = 30
     rate_limit_window_s: float = 600.0
@@ -60,6 +68,10 @@ class Settings:
     @property
     def pch_path(self) -> str:
         return os.path.join(self.instance_path, "pch")
+
+    @property
+    def kernel_cache_path(self) -> str:
+        return os.path.join(self.instance_path, "kernel-cache")
 
     @property
     def jobs_path(self) -> str:
@@ -126,6 +138,7 @@ SECURITY_ENV = {
     "output_limit_mb": "PT2SCOPE_OUTPUT_LIMIT_MB",
     "report_limit_mb": "PT2SCOPE_REPORT_LIMIT_MB",
     "pch_warmup": "PT2SCOPE_PCH_WARMUP",
+    "kernel_cache_gallery": "PT2SCOPE_KERNEL_CACHE_GALLERY",
     "rate_limit_count": "PT2SCOPE_RATE_LIMIT",
     "rate_limit_window_s": "PT2SCOPE_RATE_LIMIT_WINDOW",
     "proxy_count": "PT2SCOPE_PROXY_COUNT",

@@ -35,6 +35,7 @@ def make_settings(instance_path, **overrides) -> Settings:
         heartbeat_interval_s=1.0,
         worker_stale_after_s=5.0,
         pch_warmup=False,  # 20-50 s of g++ per worker start; only tests/security warms one, on purpose
+        kernel_cache_gallery="none",  # the same for the trusted kernel cache (tests/security/test_kernel_cache.py)
     )
     settings = Settings.from_env(**{**defaults, **overrides})
     migrate(settings.database_url)

@@ -14,12 +14,13 @@ from celery import signals
 from contract.timeline import Recorder, merged
 from contract.vocab import new_error_id
 from engine import sandbox
-from engine.job import JobRequest, read_partial_report, run_job, warm_up_shared_pch
+from engine.job import JobRequest, read_partial_report, run_job, warm_up_kernel_cache, warm_up_shared_pch
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
 from storage.queue import RUN_TASK
 from workers.celery_app import celery
+from workers.device import visible_gpus
 from workers.maintenance import Maintenance
 
 log = logging.getLogger(__name__)
@@ -180,7 +181,9 @@ def _fail_internally(sessions, run_id: int, slug: str, what: str) -> None:
 
 
 def isolation_of(settings) -> sandbox.Isolation:
-    return sandbox.Isolation(mode=settings.isolation, shared_pch_dir=settings.pch_path)
+    return sandbox.Isolation(
+        mode=settings.isolation, shared_pch_dir=settings.pch_path, kernel_cache_dir=settings.kernel_cache_path
+    )
 
 
 @signals.worker_init.connect
@@ -195,16 +198,29 @@ def _check_isolation(sender, **_):
         os._exit(3)  # Celery would log a SystemExit from a signal handler and carry on
     level = "WARNING" if settings.isolation == "none" else "INFO"
     print(f"{level}: pt2scope worker {line}", file=sys.stderr, flush=True)
-    if settings.isolation == "bubblewrap" and settings.pch_warmup:
-        threading.Thread(target=_warm_up_pch, args=(settings,), name="pt2scope-pch-warmup", daemon=True).start()
+    gallery = settings.kernel_cache_files()
+    if settings.isolation == "bubblewrap" and (settings.pch_warmup or gallery):
+        threading.Thread(
+            target=_warm_up_caches, args=(settings, gallery), name="pt2scope-cache-warmup", daemon=True
+        ).start()
 
 
-def _warm_up_pch(settings) -> None:
+def _warm_up_caches(settings, gallery: list[str]) -> None:
+    """The trusted precompiled header, then the trusted kernel cache of the gallery files (compiled with it)."""
+    if settings.pch_warmup:
+        try:
+            added = warm_up_shared_pch(isolation_of(settings))
+            log.info("shared precompiled header ready in %s (%d new files)", settings.pch_path, len(added))
+        except Exception:  # jobs then compile their own header: slower, never wrong
+            log.exception("precompiled-header warm-up failed")
+    if not gallery:
+        return
+    devices = ("cpu", "cuda") if visible_gpus() else ("cpu",)
     try:
-        added = warm_up_shared_pch(isolation_of(settings))
-        log.info("shared precompiled header ready in %s (%d new files)", settings.pch_path, len(added))
-    except Exception:  # jobs then compile their own header: slower, never wrong
-        log.exception("precompiled-header warm-up failed")
+        added = warm_up_kernel_cache(isolation_of(settings), settings.examples_dir, gallery, devices)
+        log.info("trusted kernel cache ready in %s (%d new files)", settings.kernel_cache_path, len(added))
+    except Exception:  # jobs then compile every kernel themselves: slower, never wrong
+        log.exception("kernel-cache warm-up failed")
 
 
 @signals.worker_ready.connect

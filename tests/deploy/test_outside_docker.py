@@ -72,6 +72,7 @@ def test_compose_services_run_here_and_a_job_goes_through(web_python, tmp_path):
             str(tmp_path / "worker.log"),
             PT2SCOPE_INSTANCE=str(tmp_path / "worker"),
             PT2SCOPE_PCH_WARMUP="false",
+            PT2SCOPE_KERNEL_CACHE_GALLERY="none",
             **deployment.env,
         )
         with worker:

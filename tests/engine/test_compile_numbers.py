@@ -257,10 +257,19 @@ def test_cold_and_warm_compiles_of_the_seed_with_cache_hits_per_stage(seed):
     assert warmup["status"] == warm["status"] == "ok", (warmup, warm)
     assert cold["seconds"] == seed["runtime"]["compile_seconds"]
     assert cold["caches"]["kernels"]["misses"] == 1  # the one fused kernel, built from nothing
+    assert cold["caches"]["kernels"]["trusted_binaries"] == 0  # the engine CLI binds no trusted kernel cache
+    assert cold["caches"]["kernels"]["state"] == "the job's new, empty cache folders"
     assert warmup["caches"]["fx_graph"]["misses"] >= 1 and warmup["caches"]["aot_autograd"]["misses"] >= 1
     assert warm["caches"]["fx_graph"]["hits"] >= 1 and warm["caches"]["fx_graph"]["misses"] == 0
     assert warm["caches"]["aot_autograd"]["hits"] >= 1 and warm["caches"]["aot_autograd"]["misses"] == 0
-    assert warm["caches"]["kernels"] == {"hits": 1, "misses": 0, "generated": 1, "binaries_written": 0, "state": None}
+    assert warm["caches"]["kernels"] == {
+        "hits": 1,
+        "misses": 0,
+        "generated": 1,
+        "binaries_written": 0,
+        "trusted_binaries": None,
+        "state": None,
+    }
     assert warm["seconds"]["codegen"] < cold["seconds"]["codegen"]  # nothing left to generate or build
     stages = ("dynamo", "aot_autograd", "inductor", "codegen", "backward", "other")
     assert sum(warm["seconds"][s] for s in stages) == pytest.approx(warm["seconds"]["total"], abs=1e-3)

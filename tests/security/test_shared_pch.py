@@ -6,17 +6,14 @@ import os
 
 import pytest
 
-from engine.job import JobRequest, run_job, warm_up_shared_pch
-from engine.sandbox import PCH_SUBDIR, Isolation
+from engine.job import JobRequest, run_job
+from engine.sandbox import PCH_SUBDIR
 from tests.support import SEED
 
 
-@pytest.fixture(scope="module")
-def warm(tmp_path_factory):
-    isolation = Isolation(shared_pch_dir=str(tmp_path_factory.mktemp("pch")))
-    assert any(name.endswith(".gch") for name in warm_up_shared_pch(isolation))
-    assert warm_up_shared_pch(isolation) == []  # made for this torch and compiler already: no second compile
-    return isolation
+@pytest.fixture
+def warm(shared_pch):  # tests/security/conftest.py: built once, and checked there
+    return shared_pch
 
 
 def _digests(folder):

@@ -151,3 +151,22 @@ def test_the_runtime_tab_shows_exclusive_stages_that_add_up_cold_beside_warm(cli
     assert 'id="warm-compile-total">0.70 s' in html and "warm (every cache filled)" in html
     caches = html[html.index('id="compile-caches"') :]
     assert "FX graph cache" in caches and "1 hit, 0 misses" in caches
+
+
+def test_the_runtime_tab_says_in_words_when_the_kernels_came_from_the_trusted_cache(client, db, report):
+    cold = report["runtime"]["compile_cache"]["cold"]["caches"]["kernels"]
+    html = client.get(f"/r/{_store(client, db, report).slug}/runtime").get_data(as_text=True)
+    assert "with cold caches: each job" in html and "shared cache" not in html
+    cold.update(
+        hits=1,
+        misses=0,
+        binaries_written=0,
+        trusted_binaries=2,
+        state="shared: the worker's trusted kernel cache, built at its start from seed.py (cpu) and bound read-only",
+    )
+    html = client.get(f"/r/{_store(client, db, report).slug}/runtime").get_data(as_text=True)
+    lede = html[html.index('id="trusted-kernel-cache"') : html.index("</p>", html.index('id="trusted-kernel-cache"'))]
+    assert "kernel binaries from a shared cache" in lede and "(1 kernel found there, 0 compiled here)" in lede
+    assert "with cold caches: each job" not in html
+    caches = html[html.index('id="compile-caches"') :]
+    assert '1 hit, 0 misses <span class="muted">(shared: the worker&#39;s trusted kernel cache' in caches
