@@ -720,6 +720,9 @@ class MemoryBandwidth(Model):
     bytes_per_s: float | None = None
     method: str | None = None
     device: Device | None = None
+    measured_ahead: bool = False
+    """measured by this job's own child, in its sandbox, before the job was handed over to it (a child started
+    ahead, while the worker finished the job before; no user code had run in it): not on the job's critical path"""
 
 
 class CudaGraphs(Model):
@@ -1113,6 +1116,9 @@ class TimelinePhase(Model):
     """0: a top-level phase (these follow each other and cover the job); 1: a part of the phase around it"""
     config: ConfigName | None = None
     """benchmark: the config"""
+    ahead: bool = False
+    """before the job was handed to its child, which was started ahead for it (sandbox, imports, memory bandwidth):
+    off the job's critical path, and outside the top-level phases that cover the job's wall time"""
 
 
 class Timeline(Model):
@@ -1126,6 +1132,9 @@ class Timeline(Model):
     """from the origin to the end of the last phase (the report stored, through the service)"""
     untracked_s: float | None = None
     """the seconds in `untracked` gaps"""
+    prestarted: bool = False
+    """the job's sandboxed child was started (torch imported) before the job was handed to it: a new one per job,
+    which served this job only (its phases before the hand-over are `ahead`)"""
     phases: list[TimelinePhase] = []
 
 
