@@ -39,6 +39,9 @@ class Settings:
     report_limit_mb: int = 256  # one run's report as stored (sections, outlines, graphs); larger ones are refused
     # Workers compile a trusted precompiled header once at start and share it read-only with every CPU job.
     pch_warmup: bool = True
+    # Each worker starts the sandboxed child of its next job ahead (torch imported, nothing of a user's): still one
+    # sandbox per job, used by that job only (engine.job.PrestartedChild, docs/security.md).
+    prestart_child: bool = True
     # Submissions per client (by IP address, stored only as a keyed hash) within the window; 0 turns it off.
     rate_limit_count: int = 30
     rate_limit_window_s: float = 600.0
@@ -126,6 +129,7 @@ SECURITY_ENV = {
     "output_limit_mb": "PT2SCOPE_OUTPUT_LIMIT_MB",
     "report_limit_mb": "PT2SCOPE_REPORT_LIMIT_MB",
     "pch_warmup": "PT2SCOPE_PCH_WARMUP",
+    "prestart_child": "PT2SCOPE_PRESTART",
     "rate_limit_count": "PT2SCOPE_RATE_LIMIT",
     "rate_limit_window_s": "PT2SCOPE_RATE_LIMIT_WINDOW",
     "proxy_count": "PT2SCOPE_PROXY_COUNT",
