@@ -116,14 +116,18 @@ class NextChild(threading.Thread):
         self._device = "cpu"
         self._child: PrestartedChild | None = None
         self._stopped = False
+        # Started: is_alive() cannot say (in Celery's pool process the thread reads "stopped" after the first job
+        # while it still runs and waits; measured).
+        self._begun = False
 
     def begin(self, settings) -> None:
         self.settings = settings
         if settings.prestart_child:
             self.start()
+            self._begun = True
 
     def want(self, device: str) -> None:
-        if self.is_alive():
+        if self._begun:
             self._device = device
             self._wanted.set()
 

@@ -120,15 +120,21 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
     status = wait_for_run(client, run_id, worker=worker)
     assert status["status"] == "succeeded", status
-    timeline = client.get(f"/api/runs/{run_id}/report").get_json()["timeline"]
+    report = client.get(f"/api/runs/{run_id}/report").get_json()
+    timeline = report["timeline"]
     assert timeline["origin"] == "request"
-    top = [p for p in timeline["phases"] if p["depth"] == 0]
+    # The worker started this job's sandboxed child ahead: its start-up is on the timeline, outside the wall time.
+    assert timeline["prestarted"] is True
+    ahead = {p["phase"] for p in timeline["phases"] if p["ahead"]}
+    assert {"sandbox_start", "import_torch", "ladder_setup"} <= ahead, ahead
+    assert report["runtime"]["memory_bandwidth"]["measured_ahead"] is True
+    top = [p for p in timeline["phases"] if p["depth"] == 0 and not p["ahead"]]
     names = [p["phase"] for p in top]
     for phase in (
         "queue_wait",
         "claim",
         "prepare",
-        "sandbox_start",
+        "handover",
         "import_torch",
         "load_user_code",
         "eager",
@@ -152,7 +158,22 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     created, finished = (datetime.fromisoformat(status[k].rstrip("Z")) for k in ("created_at", "finished_at"))
     row_wall = (finished - created).total_seconds()
     assert abs(timeline["wall_s"] - row_wall) <= 0.05 * row_wall, (timeline["wall_s"], row_wall)
-    assert sum(phase_seconds(timeline).values()) == pytest.approx(timeline["wall_s"], rel=0.01)
+    in_wall = {name: seconds for name, seconds in phase_seconds(timeline).items() if not name.startswith("ahead:")}
+    assert sum(in_wall.values()) == pytest.approx(timeline["wall_s"], rel=0.01)
     html = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
     assert 'id="runtime-timeline"' in html and 'aria-label="Job timeline by phase"' in html
     assert "import_torch" in html and "queue_wait" in html  # the chart's rows (its figure, as JSON)
+    assert "ahead: sandbox_start" in html  # the child's start-up before the job, labelled as such
+
+
+def test_with_prestart_off_each_job_starts_its_own_child(tmp_path):
+    settings = make_settings(tmp_path, prestart_child=False)  # reaches the worker as PT2SCOPE_PRESTART
+    client = create_app(settings).test_client()
+    with Worker(settings) as worker:
+        run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
+        assert wait_for_run(client, run_id, worker=worker)["status"] == "succeeded"
+    report = client.get(f"/api/runs/{run_id}/report").get_json()
+    assert report["timeline"]["prestarted"] is False
+    assert not any(p["ahead"] for p in report["timeline"]["phases"])
+    assert report["runtime"]["memory_bandwidth"]["measured_ahead"] is False
+    assert "sandbox_start" in {p["phase"] for p in report["timeline"]["phases"] if p["depth"] == 0}
