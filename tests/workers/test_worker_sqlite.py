@@ -113,10 +113,28 @@ def _kill(pid: int) -> None:
         pass
 
 
+def next_child_waiting(settings) -> bool:
+    """The worker's child started ahead has imported what it imports ahead and blocks on its go pipe."""
+    names = os.listdir(settings.jobs_path) if os.path.isdir(settings.jobs_path) else []
+    folders = [n for n in names if n.startswith("ahead-")]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+            with open(f"/proc/{pid}/wchan") as f:
+                waiting = "pipe_read" in f.read()
+        except OSError:
+            continue
+        if waiting and b"engine.child" in args and any(name.encode() in args[-2] for name in folders):
+            return True
+    return False
+
+
 def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report(sqlite_site):
     """Every second between the run row's creation and the stored report is in a named phase (5% untracked at
     most), the phases follow each other without overlap, and the timeline's wall time is the run's own."""
     client, worker = sqlite_site
+    wait_until(lambda: next_child_waiting(worker.settings), timeout=180, what="the next child to wait", worker=worker)
     run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
     status = wait_for_run(client, run_id, worker=worker)
     assert status["status"] == "succeeded", status
