@@ -9,10 +9,13 @@ once, with a new, empty kernel cache (as every job has). Each job's phases come 
 carries the 1-minute load average read before it.
 
 ``--env NAME=VALUE`` (repeatable) starts a second instance beside the first with those settings, and each round
-submits to both and runs the script, so all of them see the same load. After each job the bench waits ``--settle``
-seconds, so whatever a worker does after a job does not overlap the next measurement.
+submits to both and runs the script, so all of them see the same load. ``--compare`` is ``--env
+PT2SCOPE_PRESTART=0``: the default worker starts the next job's sandboxed child ahead, the second does not. After
+each job the bench waits ``--settle`` seconds, so whatever a worker does after a job (starting the next child
+ahead: its imports) does not overlap the next measurement. With two instances a last table puts them side by side.
 
-    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--env K=V] [--json out.json]
+    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--compare | --env K=V]
+        [--settle 15] [--json out.json]
 """
 
 from __future__ import annotations
@@ -55,8 +58,11 @@ def main() -> int:
     parser.add_argument("--configs", default="eager,inductor_default")
     parser.add_argument("--json", help="also write every measurement here")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE: a second instance with these")
-    parser.add_argument("--settle", type=float, default=8.0, help="seconds to wait after each job")
+    parser.add_argument("--compare", action="store_true", help="the same as --env PT2SCOPE_PRESTART=0")
+    parser.add_argument("--settle", type=float, default=15.0, help="seconds to wait after each job")
     args = parser.parse_args()
+    if args.compare:
+        args.env.append("PT2SCOPE_PRESTART=0")
     configs = [c for c in args.configs.split(",") if c]
     with open(SEED_PATH) as f:
         seed = f.read()
@@ -89,6 +95,8 @@ def main() -> int:
     for name, rows in jobs.items():
         print(f"== {name}")
         _print_table(rows, scripts, configs)
+    if len(jobs) == 2:
+        _print_side_by_side(jobs)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"configs": configs, "jobs": jobs, "scripts": scripts, "cpu": _cpu()}, f, indent=1)
@@ -150,6 +158,8 @@ def _one_job(base: str, code: str, configs: list[str]) -> dict:
             p["end_s"] - p["start_s"] for p in timeline["phases"] if p["phase"] == "compile_workers_start"
         ),
         "shared_pch": report["isolation"]["shared_pch"],
+        "prestarted": timeline.get("prestarted", False),
+        "bandwidth_measured_ahead": report["runtime"]["memory_bandwidth"].get("measured_ahead", False),
         "caches": report["caches"],
     }
 
@@ -191,6 +201,32 @@ def _print_table(jobs: list[dict], scripts: list[dict], configs: list[str]) -> N
     row("script: compile + first call", [s["compile_and_call"] for s in scripts])
     row("script: process start to exit", [s["process_s"] for s in scripts])
     print("shared precompiled header bound in every job:", all(job["shared_pch"] for job in jobs))
+    print("jobs whose child was started ahead:", sum(job["prestarted"] for job in jobs), "of", len(jobs))
+
+
+def _print_side_by_side(jobs: dict[str, list[dict]]) -> None:
+    """One markdown row per phase: median (min-max) of each instance (docs/benchmarks.md)."""
+
+    def cell(values):
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    (first, a), (second, b) = jobs.items()
+    names = []
+    for job in a + b:
+        names += [name for name in job["phases"] if name not in names]
+    print(f"\n| phase | {first} | {second} |\n| --- | --- | --- |")
+    for name in names:
+        print(
+            f"| {name} | {cell([j['phases'].get(name, 0.0) for j in a])} | {cell([j['phases'].get(name, 0.0) for j in b])} |"
+        )
+    for label, key in (
+        ("request to stored report", "wall_s"),
+        ("untracked", "untracked_s"),
+        ("client", "client_total_s"),
+    ):
+        print(f"| {label} | {cell([j[key] for j in a])} | {cell([j[key] for j in b])} |")
+    loads = [j["load"] for j in a + b]
+    print(f"1-min load {min(loads):.1f}-{max(loads):.1f} (median {statistics.median(loads):.1f})")
 
 
 def _load() -> float:

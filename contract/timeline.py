@@ -26,11 +26,34 @@ class Recorder:
         self.side = side
         self.phases: list[dict] = []
 
-    def add(self, phase: str, start: float, end: float, *, depth: int = 0, config: str | None = None) -> None:
+    def add(
+        self, phase: str, start: float, end: float, *, depth: int = 0, config: str | None = None, ahead: bool = False
+    ) -> None:
         assert phase in TIMELINE_PHASES, phase
         self.phases.append(
-            {"phase": phase, "side": self.side, "start_s": start, "end_s": end, "depth": depth, "config": config}
+            {
+                "phase": phase,
+                "side": self.side,
+                "start_s": start,
+                "end_s": end,
+                "depth": depth,
+                "config": config,
+                "ahead": ahead,
+            }
         )
+
+    def mark_ahead(self, until: float) -> None:
+        """What was recorded before ``until`` (the job's hand-over to a child started ahead) was off the job's
+        critical path; a phase still going on then is split there, and its rest is the job's (the job waited)."""
+        phases = []
+        for phase in self.phases:
+            if phase["end_s"] <= until:
+                phases.append({**phase, "ahead": True})
+            elif phase["start_s"] < until:
+                phases += [{**phase, "end_s": until, "ahead": True}, {**phase, "start_s": until}]
+            else:
+                phases.append(phase)
+        self.phases = phases
 
     @contextmanager
     def span(self, phase: str, **extra):
@@ -42,10 +65,16 @@ class Recorder:
 
 
 def merged(
-    inner: dict | None, origin_unix_s: float, origin: str, *recorders: Recorder, report_stored_unix: float | None = None
+    inner: dict | None,
+    origin_unix_s: float,
+    origin: str,
+    *recorders: Recorder,
+    prestarted: bool = False,
+    report_stored_unix: float | None = None,
 ) -> dict:
     """The timeline of ``inner`` (a report's timeline from the side below, or None) re-based on ``origin_unix_s``,
-    with the recorders' phases added, sorted, and the gaps between top-level phases named ``untracked``.
+    with the recorders' phases added, sorted, and the gaps between top-level phases named ``untracked``. Phases
+    marked ``ahead`` (before a child started ahead got its job) are kept but cover none of the wall time.
     ``report_stored_unix``: when the report was first stored, before the warm compile (else inner's, re-based)."""
     phases, report_stored_s = [], None
     if report_stored_unix is not None:
@@ -64,7 +93,7 @@ def merged(
             {**p, "start_s": p["start_s"] - origin_unix_s, "end_s": p["end_s"] - origin_unix_s} for p in recorder.phases
         ]
     phases.sort(key=lambda p: (p["start_s"], p["depth"]))
-    top = [p for p in phases if p["depth"] == 0]
+    top = [p for p in phases if p["depth"] == 0 and not p.get("ahead")]
     gaps, reached = [], 0.0
     for phase in top:
         if phase["start_s"] - reached > UNTRACKED_MIN_S:
@@ -76,6 +105,7 @@ def merged(
                     "end_s": phase["start_s"],
                     "depth": 0,
                     "config": None,
+                    "ahead": False,
                 }
             )
         reached = max(reached, phase["end_s"])
@@ -89,15 +119,18 @@ def merged(
         "wall_s": round(reached, 4),
         "untracked_s": round(untracked, 4),
         "report_stored_s": report_stored_s,
+        "prestarted": prestarted or bool(inner and inner.get("prestarted")),
         "phases": phases,
     }
 
 
 def phase_seconds(timeline: dict) -> dict[str, float]:
-    """Seconds per phase name over the top-level phases (benchmarks as ``benchmark:<config>``): what bench/ sums."""
+    """Seconds per phase name over the top-level phases (benchmarks as ``benchmark:<config>``; the phases of a
+    child started ahead, before its job, as ``ahead:<phase>``, outside the wall time): what bench/ sums."""
     totals: dict[str, float] = {}
     for phase in timeline.get("phases") or []:
         if phase["depth"] == 0:
-            name = phase["phase"] + (f":{phase['config']}" if phase.get("config") else "")
+            name = ("ahead:" if phase.get("ahead") else "") + phase["phase"]
+            name += f":{phase['config']}" if phase.get("config") else ""
             totals[name] = round(totals.get(name, 0.0) + phase["end_s"] - phase["start_s"], 4)
     return totals

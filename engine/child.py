@@ -17,6 +17,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 from contract.timeline import Recorder, merged  # noqa: E402
@@ -39,7 +40,8 @@ PHASE_BEFORE = {"dynamo": "install_hooks", "benchmark": "ladder_setup"}
 
 
 class Job:
-    def __init__(self, job_dir: str):
+    def __init__(self, job_dir: str, ahead: Ahead | None = None):
+        """``ahead``: what this child did before its job was handed to it (started ahead, see wait_for_job)."""
         self.job_dir = job_dir
         with open(os.path.join(job_dir, "request.json")) as f:
             self.request = json.load(f)
@@ -50,10 +52,16 @@ class Job:
         self.stage = "load"
         self.state = SimpleNamespace()  # what each stage leaves for the later ones (engine.child.pipeline)
         self._begun: dict[str, float] = {}
-        self.timeline = Recorder("child")
+        self.timeline = ahead.timeline if ahead else Recorder("child")
         self._phase_begun: dict[str, float] = {}  # stage:config -> unix start, for the timeline
-        self.timeline.add("import_engine", STARTED_UNIX, time.time())
-        dump_at = os.environ.get("PT2SCOPE_STACK_DUMP_AT")
+        if ahead is None:
+            self.timeline.add("import_engine", STARTED_UNIX, time.time())
+            dump_at = os.environ.get("PT2SCOPE_STACK_DUMP_AT")
+        else:
+            self.timeline.add("handover", ahead.handed_over, time.time())
+            dump_at = ahead.stack_dump_at
+            self.state.memory_bandwidth = ahead.memory_bandwidth  # the ladder uses it (engine.stages.runtime)
+        self.prestarted = ahead is not None
         if dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
             self.stack_dump = open(os.path.join(job_dir, "stack-at-time-limit.txt"), "w")
             faulthandler.dump_traceback_later(max(0.1, float(dump_at) - time.time()), file=self.stack_dump)
@@ -123,7 +131,7 @@ class Job:
 
     def _write(self, name: str, report: dict | None = None) -> None:
         report = self.report if report is None else report
-        report["timeline"] = merged(None, STARTED_UNIX, "job_start", self.timeline)
+        report["timeline"] = merged(None, STARTED_UNIX, "job_start", self.timeline, prestarted=self.prestarted)
         write_report(report, os.path.join(self.job_dir, name))
 
     def _last_phase_end(self) -> float:
@@ -191,8 +199,60 @@ def _record_compile_workers(job: Job) -> None:
         AsyncCompile.use_process_pool = classmethod(use_process_pool)
 
 
+@dataclass
+class Ahead:
+    """What a child started ahead did before its job arrived, and what the go told it."""
+
+    timeline: Recorder  # its phases so far, those before the hand-over marked ahead
+    handed_over: float  # unix seconds: when this child turned to its job
+    stack_dump_at: str  # unix seconds, as PT2SCOPE_STACK_DUMP_AT: counted from the hand-over
+    memory_bandwidth: dict | None  # engine.stages.runtime.memory_bandwidth, measured ahead; None: it failed
+
+
+def wait_for_job(go_fd: int, device: str) -> Ahead | None:
+    """A child started ahead of its job (engine.job.PrestartedChild): import what every job needs (our code and
+    torch's, never a user's), measure the memory bandwidth, then wait until the parent has written the job into
+    this sandbox's folder and says go. None: the parent discarded this child without a job."""
+    ahead = Recorder("child")
+    ahead.add("import_engine", STARTED_UNIX, time.time())
+    with ahead.span("import_torch"):
+        import torch._dynamo  # noqa: F401 - what torch.compile imports on its first use
+        import torch._inductor.compile_fx  # noqa: F401
+
+        pipeline()  # the engine's stages
+    with ahead.span("ladder_setup"):
+        try:
+            from engine.stages.runtime import memory_bandwidth
+
+            bandwidth = {**memory_bandwidth(device), "measured_ahead": True}
+        except Exception:  # noqa: BLE001 - the ladder then measures it itself, as without a child started ahead
+            bandwidth = None
+    ready = time.time()
+    go = b""
+    while not go.endswith(b"\n"):
+        chunk = os.read(go_fd, 128)  # "<hand-over unix s> <stack dump unix s>\n", or nothing: no job
+        if not chunk:
+            break
+        go += chunk
+    os.close(go_fd)
+    try:
+        handed, dump_at = go.split()
+        handed_over = min(float(handed), time.time())
+    except ValueError:
+        return None
+    if handed_over > ready:
+        ahead.add("wait_for_job", ready, handed_over)
+    ahead.mark_ahead(until=handed_over)  # a job that came while this child was still importing waited for the rest
+    return Ahead(ahead, max(ready, handed_over), dump_at.decode(), bandwidth)
+
+
 def main(argv: list[str]) -> int:
-    job = Job(argv[0])
+    ahead = None
+    if os.environ.get("PT2SCOPE_GO_FD"):
+        ahead = wait_for_job(int(os.environ["PT2SCOPE_GO_FD"]), os.environ.get("PT2SCOPE_AHEAD_DEVICE", "cpu"))
+        if ahead is None:
+            return 0
+    job = Job(argv[0], ahead)
     job_pid = os.getpid()
     try:
         run(job)

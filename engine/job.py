@@ -22,9 +22,9 @@ import subprocess
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
-from contract.limits import DEFAULT_LIMITS
+from contract.limits import DEFAULT_LIMITS, JobLimits
 from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
 from engine import events, sandbox, seccomp
@@ -39,6 +39,11 @@ EXIT_GRACE_S = 10.0  # after the child closed its event pipe, how long it may ta
 STACK_DUMP_FILE = "stack-at-time-limit.txt"  # written by the child (faulthandler) just before the time limit
 STACK_DUMP_LEAD_S = 1.5
 STACK_FRAME = re.compile(r'File "([^"\n]*)", line (\d+)')
+# CPU seconds a child started ahead may spend before its job is handed over: importing torch, torch._dynamo,
+# Inductor and the engine's stages (measured 2.5-4.5 s of CPU on the 2-core machine) and the memory bandwidth
+# copies (under 1 s), with room for a slower machine. RLIMIT_CPU is set when the sandbox starts, so such a child
+# runs under the job's CPU time limit plus this (docs/security.md); every other limit is the job's own.
+AHEAD_CPU_S = 20
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +84,7 @@ def run_job(
     *,
     scratch: bool = False,
     on_report=None,
+    prestarted: PrestartedChild | None = None,
 ) -> dict:
     """Run ``request`` in a fresh child process; return the report (status "ok" or "failed").
 
@@ -90,7 +96,9 @@ def run_job(
     ends; it is then a size-limited tmpfs where the worker may mount one (a root worker). ``on_report(report)``:
     called once with the report as it stands before the warm compile (complete but for runtime.compile_cache,
     whose warm entries read "pending"), read back and validated like the final one, while the child runs on; its
-    errors are logged, never the job's. The final report is still returned.
+    errors are logged, never the job's. The final report is still returned. ``prestarted``: a child
+    started ahead for this job (PrestartedChild); the job runs in it (and in its folder, ``prestarted.job_dir``,
+    not ``job_dir``) if it fits, else it is discarded first.
 
     Whatever happens, when this returns no process of the job runs any more, its descriptors are closed, its
     cgroup and uid are given back (and with ``scratch`` its folder is gone).
@@ -98,22 +106,195 @@ def run_job(
     started_unix = time.time()  # the report's timeline starts here (origin job_start); a worker re-bases it
     request.validated()
     isolation = isolation or sandbox.Isolation.from_env()
+    if prestarted is not None and not prestarted.fits(request, isolation, scratch):
+        prestarted.discard()
+        prestarted = None
+    if prestarted is not None:
+        with prestarted.cleanup as cleanup:
+            return _run(
+                request,
+                prestarted.job_dir,
+                on_event,
+                isolation,
+                prestarted.uid,
+                prestarted.group,
+                prestarted.job_space,
+                cleanup,
+                started_unix,
+                on_report,
+                prestarted,
+            )
     job_dir = os.path.abspath(job_dir or tempfile.mkdtemp(prefix="pt2scope-job-"))
     with ExitStack() as cleanup:
-        if scratch:
-            cleanup.callback(sandbox.remove_job_dir, job_dir)
-        job_space = scratch and sandbox.mount_job_space(job_dir, request.output_limit_mb * 1024 * 1024)
-        lease = sandbox.UidLease.take() if isolation.mode == "bubblewrap" else sandbox.UidLease(None, None)
-        cleanup.callback(lease.release)  # after the group: callbacks run last-registered first
-        group = JobGroup(
-            f"pt2scope-job-{os.getpid()}-{secrets.token_hex(4)}",
-            None if request.memory_limit_mb is None else request.memory_limit_mb * 1024 * 1024,
-            request.process_limit,
+        uid, group, job_space = _hold(request, job_dir, isolation, scratch, cleanup)
+        return _run(request, job_dir, on_event, isolation, uid, group, job_space, cleanup, started_unix, on_report)
+
+
+def _hold(
+    request: JobRequest, job_dir: str, isolation: sandbox.Isolation, scratch: bool, cleanup: ExitStack
+) -> tuple[int | None, JobGroup, bool]:
+    """What a job's child is started in: its folder (a tmpfs with ``scratch``), a uid lease and a cgroup, each
+    given back by ``cleanup``; returns (uid, group, job_space)."""
+    if scratch:
+        cleanup.callback(sandbox.remove_job_dir, job_dir)
+    job_space = scratch and sandbox.mount_job_space(job_dir, request.output_limit_mb * 1024 * 1024)
+    lease = sandbox.UidLease.take() if isolation.mode == "bubblewrap" else sandbox.UidLease(None, None)
+    cleanup.callback(lease.release)  # after the group: callbacks run last-registered first
+    group = JobGroup(
+        f"pt2scope-job-{os.getpid()}-{secrets.token_hex(4)}",
+        None if request.memory_limit_mb is None else request.memory_limit_mb * 1024 * 1024,
+        request.process_limit,
+    )
+    cleanup.callback(group.close)
+    return lease.uid, group, job_space
+
+
+def launch_signature(request: JobRequest, isolation: sandbox.Isolation, scratch: bool) -> dict:
+    """Everything a job's sandboxed child is started with that is not the job itself: a child started ahead
+    (PrestartedChild) serves a job only when this is the same for the job as it was at the child's start. Whatever
+    else a launch comes to bind or set (from the settings or the files present at start) belongs here too."""
+    return {
+        "device": request.device,
+        "limits": {f.name: getattr(request, f.name) for f in fields(JobLimits)},
+        "isolation": isolation,
+        "scratch": scratch,
+        # bound file by file when the sandbox starts (engine.sandbox): one published since is not in the child
+        "shared_pch": sandbox._shared_pch_files(isolation) if isolation.mode == "bubblewrap" else [],
+        # the trusted kernel cache's folder, bound file by file likewise
+        "shared_kernel_cache": sandbox.describe(isolation, request)["shared_kernel_cache"],
+    }
+
+
+@dataclass
+class _Child:
+    """A started child: its process, the read ends of its event and status pipes, the parent's own handles on its
+    output, when it was spawned, and (a child started ahead) the write end of the pipe that says go."""
+
+    proc: subprocess.Popen
+    read_fd: int
+    status_read: int | None
+    out: object
+    err: object
+    spawned_unix: float
+    go_fd: int | None = None
+
+    def close_go(self) -> None:
+        if self.go_fd is not None:
+            os.close(self.go_fd)
+            self.go_fd = None
+
+
+def _spawn(
+    request: JobRequest,
+    job_dir: str,
+    isolation: sandbox.Isolation,
+    uid: int | None,
+    group: JobGroup,
+    cleanup: ExitStack,
+    *,
+    ahead: bool = False,
+) -> _Child:
+    """Start the sandboxed child on a prepared job folder (raises OSError); ``cleanup`` closes what it opened.
+    ``ahead``: the child imports what every job needs, then waits for go (engine.child.wait_for_job)."""
+    read_fd, write_fd = os.pipe()
+    cleanup.callback(os.close, read_fd)
+    sandboxed = isolation.mode == "bubblewrap"
+    status_read, status_write = os.pipe() if sandboxed else (None, None)
+    if sandboxed:
+        cleanup.callback(os.close, status_read)
+    go_read, go_write = os.pipe() if ahead else (None, None)
+    seccomp_fd = seccomp.filter_fd() if sandboxed else None
+    # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
+    # the parent reads back is always the file it created (never a link the job planted).
+    out, err = (
+        cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b")) for name in ("stdout", "stderr")
+    )
+    env = _child_env(job_dir, write_fd, request, go_fd=go_read)
+    spawned_unix = time.time()
+    inherited = (write_fd, seccomp_fd, status_write, go_read)
+    try:
+        proc = subprocess.Popen(
+            sandbox.child_command(isolation, request, job_dir, env, uid, seccomp_fd, status_write),
+            cwd=job_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            pass_fds=tuple(fd for fd in inherited if fd is not None),
+            start_new_session=True,  # own process group: a kill reaches every descendant
+            preexec_fn=group.join_in_child if group.enforced else None,
         )
-        cleanup.callback(group.close)
-        return _run(
-            request, job_dir, on_event, isolation, lease.uid, group, job_space, cleanup, started_unix, on_report
+    except OSError:
+        if go_write is not None:
+            os.close(go_write)
+        raise
+    finally:
+        for fd in inherited:
+            if fd is not None:
+                os.close(fd)
+    group.started(proc.pid)
+    child = _Child(proc, read_fd, status_read, out, err, spawned_unix, go_write)
+    cleanup.callback(child.close_go)
+    return child
+
+
+class PrestartedChild:
+    """The sandboxed child of the NEXT job, started before that job exists: its sandbox is up (a uid lease, a
+    cgroup, a folder of its own, the seccomp filter) and it has imported torch, Dynamo, Inductor and the engine's
+    stages (our code only) and measured the memory bandwidth, while the worker was busy with the job before.
+
+    Still one sandbox per job: it serves exactly one job (``run_job(..., prestarted=...)`` writes the job into its
+    folder and says go) and ends with it; nothing of any user has run in it before. It fits only a job with the
+    same launch (launch_signature: device, limits, isolation, folder kind, shared headers); ``discard`` ends it.
+    Its CPU time limit is the job's plus AHEAD_CPU_S (the imports); the wall-clock limit counts from the go.
+    """
+
+    def __init__(
+        self, template: JobRequest, job_dir: str, isolation: sandbox.Isolation, *, scratch: bool = False
+    ) -> None:
+        self.template = replace(template).validated()
+        self.job_dir = os.path.abspath(job_dir)
+        self.signature = launch_signature(self.template, isolation, scratch)  # before the binds are made
+        self.started_unix = time.time()
+        self.cleanup = ExitStack()
+        try:
+            self.uid, self.group, self.job_space = _hold(self.template, self.job_dir, isolation, scratch, self.cleanup)
+            sandbox.prepare_job_dir(self.job_dir, isolation, self.uid)
+            spawned = replace(self.template, cpu_time_limit_s=self.template.cpu_time_limit_s + AHEAD_CPU_S)
+            self.child = _spawn(spawned, self.job_dir, isolation, self.uid, self.group, self.cleanup, ahead=True)
+            self.cleanup.callback(self._end)
+        except BaseException:
+            self.cleanup.close()
+            raise
+
+    def fits(self, request: JobRequest, isolation: sandbox.Isolation, scratch: bool = False) -> bool:
+        return (
+            self.child.go_fd is not None
+            and self.child.proc.poll() is None
+            and launch_signature(request, isolation, scratch) == self.signature
         )
+
+    def hand_over(self, request: JobRequest) -> float:
+        """Write the job into the folder and say go, with the time and when to dump the stack (just before the
+        time limit, which counts from now); returns the time."""
+        _write_job(self.job_dir, request)
+        now = time.time()
+        os.write(self.child.go_fd, f"{now:.6f} {_stack_dump_at(request, now):.3f}\n".encode())
+        self.child.close_go()
+        return now
+
+    def discard(self) -> None:
+        """End the waiting child (a closed go pipe ends it; the kill makes sure) and give back its uid, cgroup and
+        folder."""
+        self.cleanup.close()
+        sandbox.remove_job_dir(self.job_dir)
+
+    def _end(self) -> None:
+        self.child.close_go()
+        if self.child.proc.returncode is None:  # not reaped yet: its pid cannot be another process's
+            _kill_group(self.child.proc.pid)
+            self.group.kill_all()
+            self.child.proc.wait()
 
 
 def _run(
@@ -127,47 +308,25 @@ def _run(
     cleanup: ExitStack,
     started_unix: float,
     on_report,
+    prestarted: PrestartedChild | None = None,
 ) -> dict:
-    sandbox.prepare_job_dir(job_dir, isolation, uid)
-    with open(os.path.join(job_dir, request.filename), "w") as f:
-        f.write(request.code)
-    with open(os.path.join(job_dir, "request.json"), "w") as f:
-        json.dump(asdict(request), f)
-
-    read_fd, write_fd = os.pipe()
-    cleanup.callback(os.close, read_fd)
-    sandboxed = isolation.mode == "bubblewrap"
-    status_read, status_write = os.pipe() if sandboxed else (None, None)
-    if sandboxed:
-        cleanup.callback(os.close, status_read)
-    seccomp_fd = seccomp.filter_fd() if sandboxed else None
-    # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
-    # the parent reads back is always the file it created (never a link the job planted).
-    out, err = (
-        cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b")) for name in ("stdout", "stderr")
-    )
-    env = _child_env(job_dir, write_fd, request)
-    started = time.monotonic()
-    spawned_unix = time.time()
-    try:
-        proc = subprocess.Popen(
-            sandbox.child_command(isolation, request, job_dir, env, uid, seccomp_fd, status_write),
-            cwd=job_dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            pass_fds=tuple(fd for fd in (write_fd, seccomp_fd, status_write) if fd is not None),
-            start_new_session=True,  # own process group: a kill reaches every descendant
-            preexec_fn=group.join_in_child if group.enforced else None,
-        )
-    except OSError as exc:
-        return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
-    finally:
-        for fd in (write_fd, seccomp_fd, status_write):
-            if fd is not None:
-                os.close(fd)
-    group.started(proc.pid)
+    handed_unix = None
+    if prestarted is None:
+        sandbox.prepare_job_dir(job_dir, isolation, uid)
+        _write_job(job_dir, request)
+        started = time.monotonic()
+        try:
+            child = _spawn(request, job_dir, isolation, uid, group, cleanup)
+        except OSError as exc:
+            return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
+    else:
+        child = prestarted.child
+        try:
+            handed_unix = prestarted.hand_over(request)
+        except OSError as exc:  # it died between the fit check and the go
+            return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
+        started = time.monotonic()  # the time limit counts from the go
+    proc, read_fd, status_read, out, err = child.proc, child.read_fd, child.status_read, child.out, child.err
 
     def complete(report: dict, report_path: str, exited_unix: float | None) -> dict:
         """What the parent adds to the child's report: the user's output, the isolation, the job's timeline."""
@@ -180,7 +339,9 @@ def _run(
             seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None,
         )
         report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
-        report["timeline"] = _job_timeline(report.get("timeline"), report_path, started_unix, spawned_unix, exited_unix)
+        report["timeline"] = _job_timeline(
+            report.get("timeline"), report_path, started_unix, child.spawned_unix, exited_unix, prestarted, handed_unix
+        )
         return report
 
     def hand_over_early_report() -> None:
@@ -287,21 +448,41 @@ def _run(
     return complete(report, report_path, exited_unix)
 
 
+def _write_job(job_dir: str, request: JobRequest) -> None:
+    with open(os.path.join(job_dir, request.filename), "w") as f:
+        f.write(request.code)
+    with open(os.path.join(job_dir, "request.json"), "w") as f:
+        json.dump(asdict(request), f)
+
+
 def _job_timeline(
-    child: dict | None, report_path: str, started_unix: float, spawned_unix: float, exited_unix: float | None
+    child: dict | None,
+    report_path: str,
+    started_unix: float,
+    spawned_unix: float,
+    exited_unix: float | None,
+    prestarted: PrestartedChild | None = None,
+    handed_unix: float | None = None,
 ) -> dict:
     """The child's timeline (untrusted, but validated numbers) inside the parent's: the folder prepared, the sandbox
     started up to the child's first instant, the report written (until the report file's modification time: the
-    report cannot hold its own end), the child's exit up to the parent's wait returning, the read-back.
-    ``exited_unix`` None: the report before the warm compile, read while the child runs on (no exit yet)."""
+    report cannot hold its own end), the child's exit up to the parent's wait returning, the read-back. A child
+    started ahead: its folder and sandbox were made before the job (ahead, up to the hand-over), the job's own
+    prepare is writing the job into its folder. ``exited_unix`` None: the report before the warm compile, read
+    while the child runs on (no exit yet)."""
     parent = Recorder("parent")
-    parent.add("prepare", started_unix, spawned_unix)
+    before = Recorder("parent")  # a child started ahead: what its start-up did before the hand-over
+    if prestarted is None:
+        parent.add("prepare", started_unix, spawned_unix)
+    else:
+        before.add("prepare", prestarted.started_unix, spawned_unix)
+        parent.add("prepare", started_unix, handed_unix)
     until = time.time() if exited_unix is None else exited_unix
     phases = (child or {}).get("phases") or []
     origin = (child or {}).get("origin_unix_s")
     known = bool(phases) and isinstance(origin, (int, float)) and spawned_unix <= origin <= until
     child_started = origin if known else until
-    parent.add("sandbox_start", spawned_unix, child_started)
+    (parent if prestarted is None else before).add("sandbox_start", spawned_unix, child_started)
     child_ended = child_started + max((p["end_s"] for p in phases), default=0.0) if known else until
     writer = Recorder("child")
     try:
@@ -314,7 +495,11 @@ def _job_timeline(
     if exited_unix is not None:
         parent.add("process_exit", min(child_ended, exited_unix), exited_unix)
     parent.add("read_report", min(child_ended, until) if exited_unix is None else exited_unix, time.time())
-    return merged(child if known else None, started_unix, "job_start", parent, writer)
+    if handed_unix is not None:
+        before.mark_ahead(until=handed_unix)  # a sandbox still starting at the hand-over: the rest is the job's
+    return merged(
+        child if known else None, started_unix, "job_start", parent, writer, before, prestarted=prestarted is not None
+    )
 
 
 # Our own code, never a user's: compiled once by warm_up_shared_pch so Inductor builds its precompiled header.
@@ -361,8 +546,15 @@ def warm_up_kernel_cache(isolation: sandbox.Isolation, examples_dir: str, names,
     return sandbox.publish_kernel_cache(isolation, {label: job[2] for label, job in jobs.items()}, compile_in)
 
 
-def _child_env(job_dir: str, event_fd: int, request: JobRequest) -> dict:
-    """The child's whole environment: no secrets, database or broker URLs from the parent reach it."""
+def _stack_dump_at(request: JobRequest, now: float) -> float:
+    """When the child dumps its stack (engine.child), so a timeout can name the user's line: just before the
+    parent's time limit, counted from ``now``, kills it."""
+    return now + request.time_limit_s - STACK_DUMP_LEAD_S
+
+
+def _child_env(job_dir: str, event_fd: int, request: JobRequest, go_fd: int | None = None) -> dict:
+    """The child's whole environment: no secrets, database or broker URLs from the parent reach it. ``go_fd``: a
+    child started ahead, told by that pipe when its job is there (and its stack dump time)."""
     keep = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CC", "CXX")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(
@@ -380,11 +572,12 @@ def _child_env(job_dir: str, event_fd: int, request: JobRequest) -> dict:
             "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
             "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache"),
             "PT2SCOPE_EVENT_FD": str(event_fd),
-            # When the child dumps its stack (engine.child), so a timeout can name the user's line: just before the
-            # parent's time limit kills it.
-            "PT2SCOPE_STACK_DUMP_AT": f"{time.time() + request.time_limit_s - STACK_DUMP_LEAD_S:.3f}",
         }
     )
+    if go_fd is None:
+        env["PT2SCOPE_STACK_DUMP_AT"] = f"{_stack_dump_at(request, time.time()):.3f}"
+    else:
+        env.update({"PT2SCOPE_GO_FD": str(go_fd), "PT2SCOPE_AHEAD_DEVICE": request.device})
     return env
 
 

@@ -39,6 +39,10 @@ class Settings:
     report_limit_mb: int = 256  # one run's report as stored (sections, outlines, graphs); larger ones are refused
     # Workers compile a trusted precompiled header once at start and share it read-only with every CPU job.
     pch_warmup: bool = True
+    # Each worker starts the sandboxed child of its next job ahead (torch imported, nothing of a user's): still one
+    # sandbox per job, used by that job only (engine.job.PrestartedChild, docs/security.md).
+    prestart_child: bool = True
+
     # ... and compile these gallery files (comma-separated, in examples_dir) into a trusted kernel cache that every
     # job gets read-only (engine.job.warm_up_kernel_cache); "none": no trusted kernel cache.
     kernel_cache_gallery: str = "seed.py"
@@ -139,6 +143,7 @@ SECURITY_ENV = {
     "report_limit_mb": "PT2SCOPE_REPORT_LIMIT_MB",
     "pch_warmup": "PT2SCOPE_PCH_WARMUP",
     "kernel_cache_gallery": "PT2SCOPE_KERNEL_CACHE_GALLERY",
+    "prestart_child": "PT2SCOPE_PRESTART",
     "rate_limit_count": "PT2SCOPE_RATE_LIMIT",
     "rate_limit_window_s": "PT2SCOPE_RATE_LIMIT_WINDOW",
     "proxy_count": "PT2SCOPE_PROXY_COUNT",

@@ -22,6 +22,10 @@ from workers import device
 log = logging.getLogger(__name__)
 
 PURGE_EVERY_S = 60.0
+# The folder of a child started ahead for a worker's next job (workers.tasks): jobs/ahead-<pool pid>-<random>. It
+# belongs to no run (the job it will serve, and then serves, is not known when it is made): it lives while that
+# pool process lives.
+AHEAD_PREFIX = "ahead-"
 
 
 class Maintenance(threading.Thread):
@@ -62,7 +66,8 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
     """Kill what is left of jobs of runs no worker runs any more, and delete their folders (unmounting their
     tmpfs) and empty cgroups: a worker killed mid-job leaves them behind. A folder exists only while its job runs
     (it is made after the claim and removed before the final report is stored: runstore.job_runs_on), so any
-    other folder is dead."""
+    other folder is dead; but that of a child started ahead (AHEAD_PREFIX), which lives while the pool process
+    that made it does."""
     try:
         names = os.listdir(settings.jobs_path)
     except FileNotFoundError:
@@ -70,6 +75,8 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
     removed = []
     with sessions() as session:
         for name in names:
+            if _ahead_owner_alive(name):
+                continue
             run = runstore.get_run(session, name)
             if run is None or not runstore.job_runs_on(run, settings):
                 folder = os.path.join(settings.jobs_path, name)
@@ -78,6 +85,22 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
                 removed.append(name)
     jobgroup.remove_stale()
     return removed
+
+
+def _ahead_owner_alive(name: str) -> bool:
+    """A child started ahead's folder whose pool process still runs (its child waits for, or runs, a job)."""
+    if not name.startswith(AHEAD_PREFIX):
+        return False
+    pid = name[len(AHEAD_PREFIX) :].split("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def purge_consumed_messages(broker_url: str) -> int:

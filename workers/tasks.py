@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import sys
 import threading
 import time
@@ -14,14 +15,21 @@ from celery import signals
 from contract.timeline import Recorder, merged
 from contract.vocab import new_error_id
 from engine import sandbox
-from engine.job import JobRequest, read_partial_report, run_job, warm_up_kernel_cache, warm_up_shared_pch
+from engine.job import (
+    JobRequest,
+    PrestartedChild,
+    read_partial_report,
+    run_job,
+    warm_up_kernel_cache,
+    warm_up_shared_pch,
+)
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
 from storage.queue import RUN_TASK
 from workers.celery_app import celery
 from workers.device import visible_gpus
-from workers.maintenance import Maintenance
+from workers.maintenance import AHEAD_PREFIX, Maintenance
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +47,6 @@ def run_compile(self, run_id: int) -> None:
     requested = run.created_at.replace(tzinfo=UTC).timestamp()  # the web app's submit time
     timeline.add("queue_wait", requested, picked_up)
     timeline.add("claim", picked_up, time.time())
-    job_dir = os.path.join(settings.jobs_path, run.slug)
     request = JobRequest(
         code=run.code,
         filename=run.filename,
@@ -48,6 +55,8 @@ def run_compile(self, run_id: int) -> None:
         configs=run.configs,
         **settings.job_limits(),
     )
+    prestarted = next_child.take(request, isolation_of(settings))
+    job_dir = prestarted.job_dir if prestarted else os.path.join(settings.jobs_path, run.slug)
     with sessions() as session:
 
         def record(event: dict) -> None:
@@ -76,10 +85,13 @@ def run_compile(self, run_id: int) -> None:
                 on_event=record,
                 on_report=early.store,
                 scratch=True,
+                prestarted=prestarted,
             )
         except Exception:  # run_job always returns a report; reaching here is a bug of ours, shown as such
             _fail_internally(sessions, run_id, run.slug, "the engine raised")
             return
+        finally:
+            next_child.want(run.device)  # this job's child has exited: the next one's imports overlap the store
         stored = time.time()
         job = report.get("timeline") or {}
         if job.get("origin_unix_s") is not None:  # the job's folder was removed after its timeline ended
@@ -164,6 +176,91 @@ class EarlyReport:
             runstore.replace_section(self.session, self.run_id, name, report[name])
 
 
+class NextChild(threading.Thread):
+    """The sandboxed child of this pool process's next job, started ahead (settings.prestart_child): at start,
+    once the shared precompiled header is there, and after each job (``want``), for that job's device and the
+    default limits. One thread starts them all and lives as long as the process: bubblewrap's --die-with-parent
+    is tied to the thread that started it, and this process's main thread is Celery's."""
+
+    PCH_WAIT_S = 900.0  # the longest a worker's header and kernel-cache warm-ups take (g++ on a loaded machine)
+
+    def __init__(self) -> None:
+        super().__init__(name="pt2scope-next-child", daemon=True)
+        self.settings = None
+        self._lock = threading.Lock()
+        self._wanted = threading.Event()
+        self._device = "cpu"
+        self._child: PrestartedChild | None = None
+        self._stopped = False
+        # Started: is_alive() cannot say (in Celery's pool process the thread reads "stopped" after the first job
+        # while it still runs and waits; measured).
+        self._begun = False
+
+    def begin(self, settings) -> None:
+        self.settings = settings
+        if settings.prestart_child:
+            self.start()
+            self._begun = True
+
+    def want(self, device: str) -> None:
+        if self._begun:
+            self._device = device
+            self._wanted.set()
+
+    def take(self, request: JobRequest, isolation: sandbox.Isolation) -> PrestartedChild | None:
+        """The child started ahead, if it fits this job (else it is discarded; the job then starts its own)."""
+        with self._lock:  # waits for a child being started right now
+            child, self._child = self._child, None
+        if child is not None and not child.fits(request, isolation, scratch=True):
+            child.discard()
+            child = None
+        return child
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            child, self._child = self._child, None
+        if child is not None:
+            child.discard()
+
+    def run(self) -> None:
+        self._wait_for_shared_pch()
+        self._wanted.set()
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            with self._lock:
+                if self._stopped or self._child is not None:
+                    continue
+                template = JobRequest(code="", device=self._device, **self.settings.job_limits())
+                folder = os.path.join(self.settings.jobs_path, f"{AHEAD_PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
+                try:
+                    self._child = PrestartedChild(template, folder, isolation_of(self.settings), scratch=True)
+                except Exception:  # the next job then starts its own child, as without this
+                    log.exception("could not start the next job's child ahead")
+
+    def _wait_for_shared_pch(self) -> None:
+        """A child started before the header and the trusted kernel cache are published would not have them bound
+        (and would be discarded at the first job)."""
+        if self.settings.isolation != "bubblewrap" or not self.settings.pch_warmup:
+            return
+        deadline = time.monotonic() + self.PCH_WAIT_S
+        stamp = os.path.join(self.settings.pch_path, ".built-for")
+        isolation = isolation_of(self.settings)
+
+        def ready() -> bool:
+            if not os.path.exists(stamp):
+                return False
+            return not self.settings.kernel_cache_files() or sandbox.kernel_store_id(isolation) is not None
+
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.5)
+
+
+# Started in the pool process that runs the jobs (_start_next_child); never in the worker's main process.
+next_child = NextChild()
+
+
 def _fail_internally(sessions, run_id: int, slug: str, what: str) -> None:
     """Fail the run for an error of ours: the traceback goes to the log under an id, the user sees the id."""
     error_id = new_error_id()
@@ -221,6 +318,17 @@ def _warm_up_caches(settings, gallery: list[str]) -> None:
         log.info("trusted kernel cache ready in %s (%d new files)", settings.kernel_cache_path, len(added))
     except Exception:  # jobs then compile every kernel themselves: slower, never wrong
         log.exception("kernel-cache warm-up failed")
+
+
+@signals.worker_process_init.connect
+def _start_next_child(**_):
+    """In the pool process that runs the jobs (Celery forks it from the worker after worker_init)."""
+    next_child.begin(celery.conf.pt2scope_settings)
+
+
+@signals.worker_process_shutdown.connect
+def _discard_next_child(**_):
+    next_child.stop()
 
 
 @signals.worker_ready.connect

@@ -57,6 +57,19 @@ def processes_naming(folder: str) -> list[str]:
     return found
 
 
+def job_folder(settings, run_id: str) -> str | None:
+    """The running job's folder: its own (named after the run) or that of the child started ahead for it."""
+    for name in os.listdir(settings.jobs_path) if os.path.isdir(settings.jobs_path) else []:
+        folder = os.path.join(settings.jobs_path, name)
+        try:
+            with open(os.path.join(folder, "request.json")) as f:
+                if name == run_id or "time.sleep(600)" in f.read():
+                    return folder
+        except OSError:
+            continue
+    return None
+
+
 def workers(settings) -> list:
     with session_factory(settings.database_url)() as session:
         return runstore.online_workers(session, settings)
@@ -79,9 +92,8 @@ def serve_and_kill_its_worker(settings, port: int) -> None:
         wait_until(lambda: answers(port) and workers(settings), timeout=120, what="the site and its worker")
         first = workers(settings)[0]
         hang = api(port, "/api/runs", {"code": "import time\ntime.sleep(600)\n", "configs": ["eager"]})["id"]
-        folder = os.path.join(settings.jobs_path, hang)
-        wait_until(
-            lambda: api(port, f"/api/runs/{hang}")["status"] == "running" and os.path.exists(folder),
+        folder = wait_until(
+            lambda: api(port, f"/api/runs/{hang}")["status"] == "running" and job_folder(settings, hang),
             timeout=120,
             what="the job to start",
         )

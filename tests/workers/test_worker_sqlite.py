@@ -113,22 +113,46 @@ def _kill(pid: int) -> None:
         pass
 
 
+def next_child_waiting(settings) -> bool:
+    """The worker's child started ahead has imported what it imports ahead and blocks on its go pipe."""
+    names = os.listdir(settings.jobs_path) if os.path.isdir(settings.jobs_path) else []
+    folders = [n for n in names if n.startswith("ahead-")]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+            with open(f"/proc/{pid}/wchan") as f:
+                waiting = "pipe_read" in f.read()
+        except OSError:
+            continue
+        if waiting and b"engine.child" in args and any(name.encode() in args[-2] for name in folders):
+            return True
+    return False
+
+
 def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report(sqlite_site):
     """Every second between the run row's creation and the stored report is in a named phase (5% untracked at
     most), the phases follow each other without overlap, and the timeline's wall time is the run's own."""
     client, worker = sqlite_site
+    wait_until(lambda: next_child_waiting(worker.settings), timeout=180, what="the next child to wait", worker=worker)
     run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
     status = wait_for_run(client, run_id, worker=worker)
     assert status["status"] == "succeeded", status
-    timeline = client.get(f"/api/runs/{run_id}/report").get_json()["timeline"]
+    report = client.get(f"/api/runs/{run_id}/report").get_json()
+    timeline = report["timeline"]
     assert timeline["origin"] == "request"
-    top = [p for p in timeline["phases"] if p["depth"] == 0]
+    # The worker started this job's sandboxed child ahead: its start-up is on the timeline, outside the wall time.
+    assert timeline["prestarted"] is True
+    ahead = {p["phase"] for p in timeline["phases"] if p["ahead"]}
+    assert {"sandbox_start", "import_torch", "ladder_setup"} <= ahead, ahead
+    assert report["runtime"]["memory_bandwidth"]["measured_ahead"] is True
+    top = [p for p in timeline["phases"] if p["depth"] == 0 and not p["ahead"]]
     names = [p["phase"] for p in top]
     for phase in (
         "queue_wait",
         "claim",
         "prepare",
-        "sandbox_start",
+        "handover",
         "import_torch",
         "load_user_code",
         "eager",
@@ -152,10 +176,12 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     created, finished = (datetime.fromisoformat(status[k].rstrip("Z")) for k in ("created_at", "finished_at"))
     row_wall = (finished - created).total_seconds()
     assert abs(timeline["wall_s"] - row_wall) <= 0.05 * row_wall, (timeline["wall_s"], row_wall)
-    assert sum(phase_seconds(timeline).values()) == pytest.approx(timeline["wall_s"], rel=0.01)
+    in_wall = {name: seconds for name, seconds in phase_seconds(timeline).items() if not name.startswith("ahead:")}
+    assert sum(in_wall.values()) == pytest.approx(timeline["wall_s"], rel=0.01)
     html = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
     assert 'id="runtime-timeline"' in html and 'aria-label="Job timeline by phase"' in html
     assert "import_torch" in html and "queue_wait" in html  # the chart's rows (its figure, as JSON)
+    assert "ahead: sandbox_start" in html  # the child's start-up before the job, labelled as such
 
 
 def test_an_inductor_run_is_readable_before_its_warm_compile_which_fills_in_afterwards(sqlite_site):
@@ -200,6 +226,20 @@ def test_an_inductor_run_is_readable_before_its_warm_compile_which_fills_in_afte
     assert warm["start_s"] <= early_store["start_s"] < early_store["end_s"] == timeline["report_stored_s"]
     assert timeline["report_stored_s"] < warm["end_s"] < timeline["wall_s"]
     assert early["timeline"]["wall_s"] == pytest.approx(timeline["report_stored_s"], abs=0.05)
-    assert sum(phase_seconds(timeline).values()) == pytest.approx(timeline["wall_s"], rel=0.01)
+    in_wall = {name: seconds for name, seconds in phase_seconds(timeline).items() if not name.startswith("ahead:")}
+    assert sum(in_wall.values()) == pytest.approx(timeline["wall_s"], rel=0.01)
     page = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
     assert 'id="still-measuring"' not in page and 'id="warm-compile-total"' in page
+
+
+def test_with_prestart_off_each_job_starts_its_own_child(tmp_path):
+    settings = make_settings(tmp_path, prestart_child=False)  # reaches the worker as PT2SCOPE_PRESTART
+    client = create_app(settings).test_client()
+    with Worker(settings) as worker:
+        run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
+        assert wait_for_run(client, run_id, worker=worker)["status"] == "succeeded"
+    report = client.get(f"/api/runs/{run_id}/report").get_json()
+    assert report["timeline"]["prestarted"] is False
+    assert not any(p["ahead"] for p in report["timeline"]["phases"])
+    assert report["runtime"]["memory_bandwidth"]["measured_ahead"] is False
+    assert "sandbox_start" in {p["phase"] for p in report["timeline"]["phases"] if p["depth"] == 0}
