@@ -5,8 +5,11 @@ worker, its shared precompiled header), waits for the header and one warm-up job
 ``--runs`` jobs submitted through the API (``fresh: true``, so none is answered from an earlier identical run)
 with the plain-script reference: a fresh `python` that imports torch, compiles the same file's model and calls it
 once, with a new, empty kernel cache (as every job has). Each job's phases come from its report's ``timeline``
-(contract.timeline.phase_seconds); the client's own submit-to-report time is measured beside it. Every figure
-carries the 1-minute load average read before it.
+(contract.timeline.phase_seconds); the client's own times are measured beside them: submit to the report
+readable (the run succeeded: an Inductor job's report is stored before its warm compile) and to complete (the
+warm compile filled in). It waits for the worker's trusted caches (precompiled header, kernel cache) first. Every
+figure carries the 1-minute load average read before it. ``--device cuda`` submits GPU jobs (a GPU worker), and
+the plain script then runs on the GPU.
 
 ``--env NAME=VALUE`` (repeatable) starts a second instance beside the first with those settings, and each round
 submits to both and runs the script, so all of them see the same load. ``--compare`` is ``--env
@@ -14,8 +17,8 @@ PT2SCOPE_PRESTART=0``: the default worker starts the next job's sandboxed child 
 each job the bench waits ``--settle`` seconds, so whatever a worker does after a job (starting the next child
 ahead: its imports) does not overlap the next measurement. With two instances a last table puts them side by side.
 
-    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--compare | --env K=V]
-        [--settle 15] [--json out.json]
+    .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--device cpu|cuda]
+        [--compare | --env K=V] [--settle 15] [--json out.json]
 """
 
 from __future__ import annotations
@@ -44,9 +47,15 @@ import json, runpy, sys, time
 started = time.time()
 import torch
 imported = time.time()
+device = sys.argv[2]
 program = runpy.run_path(sys.argv[1])
-compiled = torch.compile(program["model"])
-compiled(*program["example_inputs"])
+model, inputs = program["model"], [t.to(device) for t in program["example_inputs"]]
+if isinstance(model, torch.nn.Module):
+    model = model.to(device)
+compiled = torch.compile(model)
+compiled(*inputs)
+if device == "cuda":
+    torch.cuda.synchronize()
 called = time.time()
 print(json.dumps({"import_torch": imported - started, "compile_and_call": called - imported}))
 """
@@ -55,7 +64,8 @@ print(json.dumps({"import_torch": imported - started, "compile_and_call": called
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--configs", default="eager,inductor_default")
+    parser.add_argument("--configs", default="eager,inductor_default", help="empty: the device's default ladder")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--json", help="also write every measurement here")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE: a second instance with these")
     parser.add_argument("--compare", action="store_true", help="the same as --env PT2SCOPE_PRESTART=0")
@@ -81,13 +91,13 @@ def main() -> int:
                 _wait_for(base + "/", timeout=120)
                 _wait_for_pch(instance, env, timeout=900)
             for base, *_ in servers.values():
-                _one_job(base, seed, configs)  # warm-up: the worker's first job
+                _one_job(base, seed, configs, args.device)  # warm-up: the worker's first job
                 time.sleep(args.settle)
             for _ in range(args.runs):
                 for name, (base, *_) in servers.items():
-                    jobs[name].append(_one_job(base, seed, configs))
+                    jobs[name].append(_one_job(base, seed, configs, args.device))
                     time.sleep(args.settle)
-                scripts.append(_one_script())
+                scripts.append(_one_script(args.device))
         finally:
             for *_, server in servers.values():
                 os.killpg(server.pid, signal.SIGTERM)  # the group this started: gunicorn and the worker
@@ -126,23 +136,32 @@ def _wait_for_pch(instance: str, env: dict, timeout: float) -> None:
     if env.get("PT2SCOPE_ISOLATION") == "none" or env.get("PT2SCOPE_PCH_WARMUP", "1") in ("0", "false"):
         return
     deadline = time.monotonic() + timeout
-    while not os.path.exists(os.path.join(instance, "pch", ".built-for")):
+    kernel_cache = env.get("PT2SCOPE_KERNEL_CACHE_GALLERY", "seed.py") != "none"  # built after the header
+    while not os.path.exists(os.path.join(instance, "pch", ".built-for")) or (
+        kernel_cache and not os.path.exists(os.path.join(instance, "kernel-cache", "current"))
+    ):
         if time.monotonic() > deadline:
-            raise SystemExit(f"the shared precompiled header was not built within {timeout} s")
+            raise SystemExit(f"the shared precompiled header and kernel cache were not built within {timeout} s")
         time.sleep(0.5)
 
 
-def _one_job(base: str, code: str, configs: list[str]) -> dict:
+def _one_job(base: str, code: str, configs: list[str], device: str) -> dict:
+    """One fresh job through the API: the seconds until its report is readable (the run succeeded, its warm
+    compile possibly still measuring) and until it is complete."""
     load = _load()
-    body = json.dumps(
-        {"code": code, "filename": "seed.py", "device": "cpu", "configs": configs, "fresh": True}
-    ).encode()
+    body = json.dumps({"code": code, "filename": "seed.py", "device": device, "configs": configs, "fresh": True})
     started = time.perf_counter()
-    request = urllib.request.Request(base + "/api/runs", data=body, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        base + "/api/runs", data=body.encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request) as response:
         run = json.load(response)
-    while _get_json(f"{base}/api/runs/{run['id']}")["status"] not in ("succeeded", "failed"):
+    while (status := _get_json(f"{base}/api/runs/{run['id']}"))["status"] not in ("succeeded", "failed"):
         time.sleep(POLL_S)
+    readable = time.perf_counter() - started
+    while status.get("still_measuring"):
+        time.sleep(POLL_S)
+        status = _get_json(f"{base}/api/runs/{run['id']}")
     report = _get_json(f"{base}/api/runs/{run['id']}/report")
     total = time.perf_counter() - started
     if report["status"] != "ok":
@@ -150,7 +169,9 @@ def _one_job(base: str, code: str, configs: list[str]) -> dict:
     timeline = report["timeline"]
     return {
         "load": load,
+        "client_readable_s": readable,
         "client_total_s": total,
+        "report_stored_s": timeline.get("report_stored_s") or timeline["wall_s"],
         "wall_s": timeline["wall_s"],
         "untracked_s": timeline["untracked_s"],
         "phases": phase_seconds(timeline),
@@ -164,13 +185,13 @@ def _one_job(base: str, code: str, configs: list[str]) -> dict:
     }
 
 
-def _one_script() -> dict:
+def _one_script(device: str) -> dict:
     load = _load()
     with tempfile.TemporaryDirectory(prefix="pt2scope-bench-script-") as cache:
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "TRITON_CACHE_DIR": os.path.join(cache, "triton")}
         started = time.perf_counter()
         out = subprocess.run(
-            [sys.executable, "-c", SCRIPT, SEED_PATH], env=env, capture_output=True, text=True, check=True
+            [sys.executable, "-c", SCRIPT, SEED_PATH, device], env=env, capture_output=True, text=True, check=True
         ).stdout
         total = time.perf_counter() - started
     return {"load": load, "process_s": total, **json.loads(out.strip().splitlines()[-1])}
@@ -194,9 +215,11 @@ def _print_table(jobs: list[dict], scripts: list[dict], configs: list[str]) -> N
     for name in names:
         row(f"  {name}", [job["phases"].get(name, 0.0) for job in jobs])
     row("  (compile_workers_start, inside)", [job["compile_workers_start_s"] for job in jobs])
-    row("job: timeline wall (request->stored)", [job["wall_s"] for job in jobs])
+    row("job: request -> report stored (readable)", [job["report_stored_s"] for job in jobs])
+    row("job: timeline wall (request -> complete)", [job["wall_s"] for job in jobs])
     row("job: untracked", [job["untracked_s"] for job in jobs])
-    row("job: client submit -> report fetched", [job["client_total_s"] for job in jobs])
+    row("job: client submit -> report readable", [job["client_readable_s"] for job in jobs])
+    row("job: client submit -> complete", [job["client_total_s"] for job in jobs])
     row("script: import torch", [s["import_torch"] for s in scripts])
     row("script: compile + first call", [s["compile_and_call"] for s in scripts])
     row("script: process start to exit", [s["process_s"] for s in scripts])
@@ -220,7 +243,8 @@ def _print_side_by_side(jobs: dict[str, list[dict]]) -> None:
             f"| {name} | {cell([j['phases'].get(name, 0.0) for j in a])} | {cell([j['phases'].get(name, 0.0) for j in b])} |"
         )
     for label, key in (
-        ("request to stored report", "wall_s"),
+        ("request to report stored (readable)", "report_stored_s"),
+        ("request to complete (warm compile in)", "wall_s"),
         ("untracked", "untracked_s"),
         ("client", "client_total_s"),
     ):
