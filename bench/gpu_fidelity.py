@@ -47,7 +47,7 @@ CONFIGS = ["eager", "inductor_default", "inductor_reduce_overhead"]
 MODES = {"inductor_default": "default", "inductor_reduce_overhead": "reduce-overhead", "aot_eager": None}
 ROUNDS = 11  # interleaved rounds of (engine round, loop) per config
 FRESH_PROCESSES = 2
-DEADLINE_S = 420  # no new model after this: the device call's 10 minutes must hold the rest
+DEADLINE_S = 360  # no new model after this: the device call's 10 minutes must hold the rest
 
 
 def explore(case, path, jobs, device, configs):
