@@ -1,6 +1,6 @@
 """GPU fidelity: pt2scope's reported numbers against independent measurements of the same steps on the same GPU.
 Run on the device machine (a CPU dry run checks the script here: --device cpu, no GPU-busy references):
-    python bench/gpu_fidelity.py OUT [fidelity|cudagraphs|loop MODEL] [--device cpu] [--cases a,b] [--configs ...]
+    python bench/gpu_fidelity.py OUT [fidelity|in_process|cudagraphs|loop] [--device cpu] [--cases a,b] [--configs ...]
 fidelity, per model: the engine's job (`python -m engine explore`, its own child process) and then, in this process,
 the same configs compiled afresh (on the job's warm caches) and measured by
   - throughput: an independent loop (a user's: `with torch.no_grad(): for _ in range(n): fn(x)`, CUDA events around
@@ -15,6 +15,7 @@ the same configs compiled afresh (on the job's warm caches) and measured by
     the engine's gpu_busy_ms on this process's function (run last: CUPTI slows launches once it has run);
   - drift: the 1024x1024 seed's loop again at the end, before and after that profiler pass; `loop` runs the same
     loop in fresh processes (process-to-process spread of a plain loop).
+in_process: the engine's round against the loop alone, in this process (no job, no GPU-busy references).
 cudagraphs: mode="reduce-overhead" with a list of example inputs and with training: status, CUDA graphs, verdict.
 Prints one table per part last; writes OUT/fidelity.json and each job's report as OUT/<case>.json."""
 
@@ -108,7 +109,10 @@ class Case:
             self.steps(1)
 
     def loop_ms(self, n):
+        """n steps between two events, after one untimed step (as the engine's round: a user's loop that runs one
+        model has its caches warm)."""
         with torch.enable_grad() if self.train else torch.no_grad():
+            self.steps(1)
             if self.device != "cuda":
                 t0 = time.perf_counter()
                 self.steps(n)
@@ -164,17 +168,21 @@ def spread(xs):
     return [round(statistics.median(xs), 5), round(min(xs), 5), round(max(xs), 5)]
 
 
-def measure(path, configs, device, steps_per_round, rounds=ROUNDS):
-    """Per config in this process: the engine's rounds and the loop's, interleaved (A B C A B C ...)."""
+def measure(path, configs, device, steps_per_round, rounds=ROUNDS, references=True):
+    """Per config in this process: the engine's rounds and the loop's, interleaved (A B C A B C ...), which of the
+    two goes first alternating from round to round."""
     ns = runpy.run_path(os.path.join(ROOT, path))
     cases = {c: Case(ns, c, device) for c in configs}
     ours, loop = {c: [] for c in cases}, {c: [] for c in cases}
     for config, case in cases.items():
         case.rung.steps_per_round = steps_per_round.get(config) or max(1, round(0.02 / max(case.rung.step_s, 1e-7)))
-    for _ in range(rounds):
+    for i in range(rounds):
         for config, case in cases.items():
+            if i % 2:
+                loop[config].append(case.loop_ms(case.rung.steps_per_round))
             ours[config].append(runtime.time_round(case.workload, case.rung))
-            loop[config].append(case.loop_ms(case.rung.steps_per_round))
+            if not i % 2:
+                loop[config].append(case.loop_ms(case.rung.steps_per_round))
     results = {}
     for config, case in cases.items():
         ratios = [a / b for a, b in zip(ours[config], loop[config])]
@@ -184,7 +192,7 @@ def measure(path, configs, device, steps_per_round, rounds=ROUNDS):
             "loop_ms": spread(loop[config]),
             "engine_over_loop": spread(ratios),
         }
-        if device == "cuda":
+        if device == "cuda" and references:
             results[config].update(gpu_references(case, statistics.median(loop[config])))
     return cases, results
 
@@ -321,6 +329,23 @@ def loop_only(name, device, configs):
     print(json.dumps({c: statistics.median(t) for c, t in times.items()}))
 
 
+def in_process(device, case_names, configs):
+    """The engine's round against the loop in this process only (no job): the method, without process drift."""
+    torch._dynamo.config.recompile_limit = 64
+    print(
+        f"\n{'case':<18}{'config':<26}{'steps':>6}{'engine ms':>11}{'loop ms (min-max)':>26}{'engine/loop (min-max)':>24}"
+    )
+    for name in case_names:
+        _, results = measure(FIDELITY_CASES[name], configs, device, {}, rounds=15, references=False)
+        for config, r in results.items():
+            e, lp, q = r["engine_in_process_ms"], r["loop_ms"], r["engine_over_loop"]
+            print(
+                f"{name:<18}{config:<26}{r['steps_per_round']:>6}{e[0]:>11.4f}{lp[0]:>10.4f} ({lp[1]:.4f}-{lp[2]:.4f})"
+                f"{q[0]:>10.3f} ({q[1]:.3f}-{q[2]:.3f})",
+                flush=True,
+            )
+
+
 def cudagraphs(jobs):
     print(f"\n{'case':<16}{'config':<26}{'status':<8}{'ms/step':>9}  verdict    cudagraphs")
     for case, path in {**CUDAGRAPH_CASES, "mlp_train_large": FIDELITY_CASES["mlp_train_large"]}.items():
@@ -338,7 +363,7 @@ def cudagraphs(jobs):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
-    parser.add_argument("part", nargs="?", default="fidelity", choices=["fidelity", "cudagraphs", "loop"])
+    parser.add_argument("part", nargs="?", default="fidelity", choices=["fidelity", "in_process", "cudagraphs", "loop"])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cases", default=",".join(FIDELITY_CASES))
     parser.add_argument("--configs", default=",".join(CONFIGS))
@@ -352,6 +377,8 @@ if __name__ == "__main__":
     jobs = a.jobs or os.path.join(a.out, "jobs")
     if a.part == "fidelity":
         fidelity(a.out, jobs, a.device, a.cases.split(","), configs)
+    elif a.part == "in_process":
+        in_process(a.device, a.cases.split(","), configs)
     else:
         cudagraphs(jobs)
     device = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"

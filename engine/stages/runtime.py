@@ -739,11 +739,14 @@ def warm_up(workload: Workload, rung: Rung) -> float:
 def time_round(workload: Workload, rung: Rung) -> float:
     """ms per step of ``steps_per_round`` back-to-back steps between one pair of timestamps. A round that runs
     past ROUND_CAP times its planned length (the machine got busy) stops early: its time per step stays exact. The
-    cap is checked every ROUND_CHECKS-th of the round, not after every step, so the loop is a user's loop."""
+    cap is checked every ROUND_CHECKS-th of the round, not after every step, so the loop is a user's loop. One
+    untimed step first: the round before ran another config, whose data and code filled the caches (L2, the
+    host's), and a user's loop that runs one model does not pay for that on its first timed step."""
     n, cap = rung.steps_per_round, ROUND_CAP * ROUND_SECONDS[workload.device]
     chunk = max(1, -(-n // ROUND_CHECKS))
     done = 0
     with workload.grad_mode():
+        workload.run_steps(rung.fn, rung.inst, 1, cudagraph_steps=rung.cudagraph_steps)
         workload.sync()
         if workload.device == "cuda":
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
