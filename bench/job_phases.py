@@ -89,6 +89,7 @@ def main() -> int:
         try:
             for base, instance, env, _ in servers.values():
                 _wait_for(base + "/", timeout=120)
+                _wait_for_worker(base, "gpu" if args.device == "cuda" else "cpu", timeout=120)
                 _wait_for_pch(instance, env, timeout=900)
             for base, *_ in servers.values():
                 _one_job(base, seed, configs, args.device)  # warm-up: the worker's first job
@@ -96,6 +97,7 @@ def main() -> int:
             for _ in range(args.runs):
                 for name, (base, *_) in servers.items():
                     jobs[name].append(_one_job(base, seed, configs, args.device))
+                    print(json.dumps({"instance": name, **jobs[name][-1]}), flush=True)  # kept if cut short
                     time.sleep(args.settle)
                 scripts.append(_one_script(args.device))
         finally:
@@ -129,6 +131,15 @@ def _serve(instance: str, extra_env: dict):
         start_new_session=True,
     )
     return f"http://127.0.0.1:{port}", instance, env, server
+
+
+def _wait_for_worker(base: str, queue: str, timeout: float) -> None:
+    """The web app refuses a GPU job until a worker of the gpu queue is online (its heartbeat): wait for one."""
+    deadline = time.monotonic() + timeout
+    while not _get_json(base + "/api/status")["queues"].get(queue, {}).get("workers"):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no worker of the {queue} queue came online within {timeout} s")
+        time.sleep(0.5)
 
 
 def _wait_for_pch(instance: str, env: dict, timeout: float) -> None:

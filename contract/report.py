@@ -683,7 +683,7 @@ class Speedup(Model):
     high: float | None = None
     decided: bool = False
     """high / low <= 1.2: the figure is good to about +-10%; read it before quoting `value`. While a config is
-    undecided the ladder adds rounds, 7 at a time (5 for slow steps), up to 21, within 8 s on CPU (3 s on GPU)"""
+    undecided the ladder adds rounds, 7 at a time, up to 21, within 8 s on CPU (3 s on GPU)"""
     verdict: Literal["faster", "slower", "same"] | None = None
     """only when decided: faster (low > 1.02), slower (high < 0.98), same otherwise"""
     text: str | None = None
@@ -836,8 +836,7 @@ class Runtime(Model):
     Timing: each rung is compiled and warmed up (at least 3 steps, 10 when a step is under 20 ms, and 0.2 s), then
     the rungs are timed in rounds interleaved across configs (A B C A B C ...). One round = `steps_per_round`
     back-to-back steps between one pair of timestamps (perf_counter; on GPU a pair of CUDA events), about 50 ms on
-    CPU and 20 ms on GPU, cut short past 5x that; 7 rounds (5 when one eager step exceeds 50 ms), more while a
-    speedup is undecided (`Speedup`). **`median_ms` is
+    CPU and 20 ms on GPU, cut short past 5x that; 7 rounds, more while a speedup is undecided (`Speedup`). **`median_ms` is
     the headline**: the median over rounds of the time per step; `p10_ms`/`p90_ms` its spread over rounds, `min_ms`
     the fastest round. Gradients are set to None inside the step (as `optimizer.zero_grad()` does); under
     reduce-overhead `cudagraph_mark_step_begin()` precedes each call of each step and outputs are not kept (the

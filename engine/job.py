@@ -153,6 +153,7 @@ def launch_signature(request: JobRequest, isolation: sandbox.Isolation, scratch:
     """Everything a job's sandboxed child is started with that is not the job itself: a child started ahead
     (PrestartedChild) serves a job only when this is the same for the job as it was at the child's start. Whatever
     else a launch comes to bind or set (from the settings or the files present at start) belongs here too."""
+    request = replace(request).validated()  # as launched: a GPU job has no memory limit, whatever was asked
     return {
         "device": request.device,
         "limits": {f.name: getattr(request, f.name) for f in fields(JobLimits)},

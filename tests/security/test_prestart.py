@@ -8,7 +8,7 @@ import os
 import time
 
 from engine import sandbox
-from engine.job import AHEAD_CPU_S, JobRequest, PrestartedChild, run_job
+from engine.job import AHEAD_CPU_S, JobRequest, PrestartedChild, launch_signature, run_job
 from engine.sandbox import Isolation
 from tests.security.test_job_boundary import LIMITS, leftover_cgroups
 
@@ -206,3 +206,17 @@ def test_the_time_limit_and_the_stack_dump_count_from_the_hand_over(tmp_path):
     assert report["timeline"]["prestarted"] is True
     assert failure["kind"] == "timeout" and (failure["file"], failure["line"]) == ("model.py", 5), failure
     assert limits["time_limit_s"] <= report["runtime"]["job_seconds"] < limits["time_limit_s"] + 5
+
+
+def test_a_gpu_job_fits_the_child_started_for_it_before_its_request_is_validated():
+    """The worker asks whether the child fits before run_job validates the request: a GPU job's memory limit is
+    dropped only then (it has none), so the signature must compare the launch, not the request as asked. Found on
+    the H200: no GPU job ever used a child started ahead."""
+    isolation = Isolation(mode="none")
+    template = JobRequest(code="", device="cuda", memory_limit_mb=8192).validated()
+    asked = JobRequest(code="x = 1", device="cuda", configs=["eager"], memory_limit_mb=8192)
+    assert launch_signature(asked, isolation, True) == launch_signature(template, isolation, True)
+    assert asked.memory_limit_mb == 8192  # the request itself is left as asked
+    assert launch_signature(JobRequest(code="", device="cpu"), isolation, True) != launch_signature(
+        template, isolation, True
+    )
