@@ -165,9 +165,9 @@ def timeline(events: list[dict], log=None) -> list[dict]:
 
 SEED = 1234  # torch.manual_seed (CPU and CUDA) and random.seed before every compared step
 # Rounds of back-to-back steps per config: 7 first, then 7 more at a time while a speedup is undecided, up to
-# MAX_ROUNDS and within the budget. Not 5: the range of 5 paired rounds decided seed speedups that three jobs did
-# not reproduce (1.52-1.87x, each "decided"; a process's own speed varies by about 10% here), where 7 rounds'
-# wider range says "not decided" (docs/benchmarks.md, "CPU: three successive jobs").
+# MAX_ROUNDS and within the budget. 5 first was tried (0.2 s less per job) but only alongside a timed loop that
+# freed each output at once, and three seed jobs then disagreed (1.5-1.9x, and 4-5x, each "decided"); 5 alone
+# has not been measured, so 7 stays (tests/engine/test_runtime_truth.py, three successive jobs).
 MIN_ROUNDS, EXTRA_ROUNDS, MAX_ROUNDS = 7, 7, 21
 EXTRA_ROUNDS_BUDGET_S = {"cpu": 8.0, "cuda": 3.0}  # no new batch once the timed rounds have taken this long
 MEDIAN_COVERAGE = 0.9  # the speedup's low-high: a distribution-free 90% confidence interval of the median
