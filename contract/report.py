@@ -1038,8 +1038,10 @@ class CacheEvent(Model):
 class Caches(Model):
     """The compile caches during the recorded compile."""
 
-    state: Literal["cold", "from the log"] | None = None
-    """cold: each job has a new kernel cache folder; from the log: an imported log, with the job's own caches"""
+    state: Literal["cold", "trusted kernels", "from the log"] | None = None
+    """cold: each job has a new kernel cache folder; trusted kernels: a new folder holding the worker's trusted
+    kernels, bound read-only (`runtime.compile_cache.cold.caches.kernels` counts the hits); from the log: an
+    imported log, with the job's own caches"""
     events: list[CacheEvent] = []
     """(imported logs) the cache hits, misses and bypasses the log holds"""
     counts: dict[str, int] = {}

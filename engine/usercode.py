@@ -176,13 +176,24 @@ class LoadStage(Stage):
         req = job.request
         device, filename = req["device"], req["filename"]
         job.report["environment"] = environment(torch, device)
+        # Empty, or holding only the worker's trusted kernels (bound read-only: engine.sandbox.publish_kernel_cache).
+        was_empty = empty_dir(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
         job.report["caches"] = {
-            "state": "cold",
-            "inductor_cache_dir_was_empty": empty_dir(os.environ.get("TORCHINDUCTOR_CACHE_DIR")),
+            "state": "cold" if was_empty else "trusted kernels",
+            "inductor_cache_dir_was_empty": was_empty,
             "fx_graph_cache_during_capture": False,
             "autograd_cache_during_capture": False,
-            "note": "each job has its own new kernel cache folder; graph caches are off for the recorded compile so "
-            "IR, fusion and post-grad graphs are always produced; benchmark compiles may reuse its kernels",
+            "note": (
+                "each job has its own new kernel cache folder"
+                + (
+                    ""
+                    if was_empty
+                    else ", holding the worker's trusted kernels (built from the gallery at its start, bound "
+                    "read-only; runtime.compile_cache.cold.caches.kernels counts the hits)"
+                )
+                + "; graph caches are off for the recorded compile so IR, fusion and post-grad graphs are always "
+                "produced; benchmark compiles may reuse its kernels"
+            ),
         }
         if device == "cuda" and not torch.cuda.is_available():
             raise UserCodeError("no_device", "this worker has no CUDA device: choose device cpu")
