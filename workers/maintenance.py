@@ -26,6 +26,7 @@ PURGE_EVERY_S = 60.0
 # belongs to no run (the job it will serve, and then serves, is not known when it is made): it lives while that
 # pool process lives.
 AHEAD_PREFIX = "ahead-"
+RUN_MARKS = ".runs"  # in the jobs folder: for each ahead- folder handed a job, the run it serves (mark_ahead_folder)
 
 
 class Maintenance(threading.Thread):
@@ -67,17 +68,24 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
     tmpfs) and empty cgroups: a worker killed mid-job leaves them behind. A folder exists only while its job runs
     (it is made after the claim and removed before the final report is stored: runstore.job_runs_on), so any
     other folder is dead; but that of a child started ahead (AHEAD_PREFIX), which lives while the pool process
-    that made it does."""
+    that made it does until it is handed a job, and from then on as long as that job's run (RUN_MARKS)."""
     try:
         names = os.listdir(settings.jobs_path)
     except FileNotFoundError:
         return []
     removed = []
     with sessions() as session:
+        marks = os.path.join(settings.jobs_path, RUN_MARKS)
+        for name in os.listdir(marks) if os.path.isdir(marks) else []:
+            if name not in names:  # its folder is gone
+                _remove_file(os.path.join(marks, name))
         for name in names:
-            if _ahead_owner_alive(name):
+            if name == RUN_MARKS:
                 continue
-            run = runstore.get_run(session, name)
+            slug = _marked_run(settings, name)
+            if slug is None and _ahead_owner_alive(name):  # a child started ahead, waiting for its job
+                continue
+            run = runstore.get_run(session, slug or name)
             if run is None or not runstore.job_runs_on(run, settings):
                 folder = os.path.join(settings.jobs_path, name)
                 sandbox.kill_processes_of_job_dir(folder)  # a job whose worker died may still run
@@ -85,6 +93,30 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
                 removed.append(name)
     jobgroup.remove_stale()
     return removed
+
+
+def mark_ahead_folder(settings: Settings, folder: str, slug: str) -> None:
+    """Say which run a child started ahead serves, in a file outside its folder (the job cannot reach it): from
+    then on the folder lives as long as that run's job, like a folder named after its run."""
+    marks = os.path.join(settings.jobs_path, RUN_MARKS)
+    os.makedirs(marks, exist_ok=True)
+    with open(os.path.join(marks, os.path.basename(folder.rstrip("/"))), "w") as f:
+        f.write(slug)
+
+
+def _marked_run(settings: Settings, name: str) -> str | None:
+    try:
+        with open(os.path.join(settings.jobs_path, RUN_MARKS, name)) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def _remove_file(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def _ahead_owner_alive(name: str) -> bool:

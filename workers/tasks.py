@@ -29,7 +29,7 @@ from storage.models import Run
 from storage.queue import RUN_TASK
 from workers.celery_app import celery
 from workers.device import visible_gpus
-from workers.maintenance import AHEAD_PREFIX, Maintenance
+from workers.maintenance import AHEAD_PREFIX, Maintenance, mark_ahead_folder
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,8 @@ def run_compile(self, run_id: int) -> None:
     )
     prestarted = next_child.take(request, isolation_of(settings))
     job_dir = prestarted.job_dir if prestarted else os.path.join(settings.jobs_path, run.slug)
+    if prestarted:  # the maintenance then judges that folder by this run (beside it: out of the job's reach)
+        mark_ahead_folder(settings, prestarted.job_dir, run.slug)
     with sessions() as session:
 
         def record(event: dict) -> None:
