@@ -268,13 +268,12 @@ class Workload:
             (args,) = inst.inputs
             out = None
             for _ in range(count):
-                out = fn(*args)
+                out = fn(*args)  # noqa: F841 - kept alive until the next step replaces it
         else:
             inputs, out = inst.inputs, None
             for _ in range(count):
                 for args in inputs:
-                    out = fn(*args)
-        del out
+                    out = fn(*args)  # noqa: F841 - kept alive until the next step replaces it
 
     def sync(self):
         if self.device == "cuda":
