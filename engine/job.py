@@ -162,7 +162,7 @@ def launch_signature(request: JobRequest, isolation: sandbox.Isolation, scratch:
         # bound file by file when the sandbox starts (engine.sandbox): one published since is not in the child
         "shared_pch": sandbox._shared_pch_files(isolation) if isolation.mode == "bubblewrap" else [],
         # the trusted kernel cache's folder, bound file by file likewise
-        "shared_kernel_cache": sandbox.describe(isolation, request)["shared_kernel_cache"],
+        "shared_kernel_cache": sandbox.kernel_store_id(isolation) if isolation.mode == "bubblewrap" else None,
     }
 
 

@@ -127,13 +127,8 @@ class EarlyReport:
     SECTIONS_AFTER = ("runtime", "stages", "user_output")
 
     def __init__(self, session, run_id: int, requested: float, worker: Recorder, settings):
-        self.session, self.run_id, self.requested, self.worker, self.settings = (
-            session,
-            run_id,
-            requested,
-            worker,
-            settings,
-        )
+        self.session, self.run_id, self.requested = session, run_id, requested
+        self.worker, self.settings = worker, settings
         self.stored_unix: float | None = None
 
     def store(self, report: dict) -> None:

@@ -32,6 +32,13 @@ def started_ahead(tmp_path, name="next", isolation=None, **limits) -> Prestarted
     )
 
 
+def run_in(child: PrestartedChild, folder, code: str, **limits) -> dict:
+    """One eager job of ``code`` (scratch, sandboxed), handed to ``child`` if it fits; ``folder`` is its own
+    folder otherwise."""
+    request = JobRequest(code=code, configs=["eager"], **(limits or LIMITS))
+    return run_job(request, str(folder), isolation=Isolation(), scratch=True, prestarted=child)
+
+
 def wait_until_waiting(child: PrestartedChild, timeout=120.0) -> None:
     """Until the child blocks on its go pipe (imports done): its stack is then in the kernel's pipe read."""
     deadline = time.monotonic() + timeout
@@ -142,26 +149,14 @@ print("PROBE{}")
 
 def test_a_hostile_job_sees_nothing_of_the_job_before_nor_of_the_child_waiting_for_the_next(tmp_path):
     first_child = started_ahead(tmp_path, "first")
-    first = run_job(
-        JobRequest(code=SECRET, configs=["eager"], **LIMITS),
-        str(tmp_path / "unused"),
-        isolation=Isolation(),
-        scratch=True,
-        prestarted=first_child,
-    )
+    first = run_in(first_child, tmp_path / "unused", SECRET)
     assert first["status"] == "ok" and first["timeline"]["prestarted"], first["failure"]
     hostile_child = started_ahead(tmp_path, "hostile")
     next_child = started_ahead(tmp_path, "next")  # waiting for the job after the hostile one, meanwhile
     try:
         wait_until_waiting(next_child)
         code = HOSTILE.format(first=first_child.job_dir, next=next_child.job_dir)
-        hostile = run_job(
-            JobRequest(code=code, configs=["eager"], **LIMITS),
-            str(tmp_path / "unused"),
-            isolation=Isolation(),
-            scratch=True,
-            prestarted=hostile_child,
-        )
+        hostile = run_in(hostile_child, tmp_path / "unused", code)
         assert hostile["status"] == "ok" and hostile["timeline"]["prestarted"], hostile["failure"]
         found = probe(hostile)
         assert not found["first_job_visible"] and "secret.txt" not in found["tmp"] + found["shm"]
@@ -171,13 +166,7 @@ def test_a_hostile_job_sees_nothing_of_the_job_before_nor_of_the_child_waiting_f
         # What it wrote at that path went to its own private view, never into the waiting child's folder
         assert "model.py" not in os.listdir(next_child.job_dir)
         assert next_child.fits(JobRequest(code="", **LIMITS).validated(), Isolation(), scratch=True)
-        after = run_job(
-            JobRequest(code=PROBE, configs=["eager"], **LIMITS),
-            str(tmp_path / "unused"),
-            isolation=Isolation(),
-            scratch=True,
-            prestarted=next_child,
-        )
+        after = run_in(next_child, tmp_path / "unused", PROBE)
     finally:
         next_child.discard()
     assert after["status"] == "ok" and after["timeline"]["prestarted"], after["failure"]
@@ -195,13 +184,7 @@ def test_the_time_limit_and_the_stack_dump_count_from_the_hand_over(tmp_path):
     child = started_ahead(tmp_path, **limits)
     wait_until_waiting(child)
     time.sleep(max(0.0, limits["time_limit_s"] - (time.time() - child.started_unix)))  # past a limit from spawn
-    report = run_job(
-        JobRequest(code=TIMEOUT, configs=["eager"], **limits),
-        str(tmp_path / "unused"),
-        isolation=Isolation(),
-        scratch=True,
-        prestarted=child,
-    )
+    report = run_in(child, tmp_path / "unused", TIMEOUT, **limits)
     failure = report["failure"]
     assert report["timeline"]["prestarted"] is True
     assert failure["kind"] == "timeout" and (failure["file"], failure["line"]) == ("model.py", 5), failure
