@@ -1,6 +1,7 @@
 """pt2scope's processes, one subcommand each (docs/deploy.md):
 
-    python -m service serve     migrate, then gunicorn and one embedded worker (what `make run` calls)
+    python -m service serve     migrate, then gunicorn and one embedded worker (what `make run` calls); both end
+                                with it, even when it is killed outright (SIGTERM to each: a warm shutdown)
     python -m service migrate   bring the database to the newest schema (the compose file's one-shot service)
     python -m service web       gunicorn only (the web container)
     python -m service worker    one Celery worker only (a worker container; one per GPU)
@@ -24,7 +25,7 @@ from storage import runstore
 from storage.config import Settings
 from storage.db import migrate, session_factory
 from storage.queue import QUEUES
-from workers.launch import web_command, worker_command, worker_queues
+from workers.launch import dies_with_parent, web_command, worker_command, worker_queues
 
 # A worker that died this many times within the window is not restarted: it would only die again (a worker that
 # refuses to start, e.g. without a working sandbox, exits with code 3 at once).
@@ -40,7 +41,7 @@ def serve(settings: Settings, host: str, port: int) -> int:
         flush=True,
     )
     worker = EmbeddedWorker(queues, env)
-    web = subprocess.Popen(web_command(host, port), env=env)
+    web = subprocess.Popen(web_command(host, port), env=env, preexec_fn=dies_with_parent())
     stopping, deaths = False, []
 
     def stop(*_):
@@ -88,7 +89,9 @@ class EmbeddedWorker:
         # A new name each start: the reaper must see the restart (socket.gethostname() spelt out, not %h, so the
         # launcher knows the name it has to reap).
         self.name = f"embedded-{os.getpid()}-{EmbeddedWorker.started_count}@{socket.gethostname()}"
-        self.process = subprocess.Popen(worker_command(self.name, queues), env=env, start_new_session=True)
+        self.process = subprocess.Popen(
+            worker_command(self.name, queues), env=env, start_new_session=True, preexec_fn=dies_with_parent()
+        )
 
     def ended(self) -> None:
         """Kill what the dead worker left (its pool process)."""

@@ -16,7 +16,7 @@ import redis
 from storage import runstore
 from storage.config import PROJECT_ROOT, Settings
 from storage.db import migrate, session_factory
-from workers.launch import worker_command
+from workers.launch import dies_with_parent, worker_command
 
 # Configs that stop before Inductor: the engine records Dynamo and AOTAutograd in a few seconds, no C++ build.
 FAST_CONFIGS = ["eager", "backend_eager", "aot_eager"]
@@ -51,7 +51,13 @@ class LoggedProcess:
     def start(self, command: list[str], env: dict[str, str]) -> None:
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            command, cwd=PROJECT_ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=dies_with_parent(signal.SIGKILL),  # a test run killed outright leaves nothing running
         )
 
     def output(self) -> str:

@@ -4,6 +4,9 @@ the tests and the benches all start these."""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
 import sys
 
 from workers.device import visible_gpus
@@ -60,3 +63,20 @@ def web_command(host: str, port: int, workers: int = 2, threads: int = 8) -> lis
         "-",
         "webapp:create_app()",
     ]
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def dies_with_parent(sig: int = signal.SIGTERM):
+    """A ``preexec_fn`` for the processes above: the process started gets ``sig`` when the thread that started it
+    ends (Linux PR_SET_PDEATHSIG), so a launcher killed outright (SIGKILL, the OOM killer, a test run stopped)
+    leaves no web server or worker behind, whose jobs would take the cores of the next ones."""
+    parent = os.getpid()
+
+    def set_parent_death_signal() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
+        if os.getppid() != parent:  # the launcher died before the signal was set: nobody will send it
+            os._exit(1)
+
+    return set_parent_death_signal

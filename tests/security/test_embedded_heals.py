@@ -1,5 +1,6 @@
 """The embedded default (`make run`: `python -m service serve`) heals: kill -9 of its worker's main process fails
-the worker's run at once, removes the dead job's folder, and a new worker serves the next run; the site stays up."""
+the worker's run at once, removes the dead job's folder, and a new worker serves the next run; the site stays up.
+kill -9 of the launcher itself ends its web server and worker."""
 
 import json
 import os
@@ -75,7 +76,7 @@ def workers(settings) -> list:
         return runstore.online_workers(session, settings)
 
 
-def test_a_killed_embedded_worker_is_replaced_its_run_failed_and_its_folder_removed(tmp_path):
+def test_a_killed_embedded_worker_is_replaced_its_run_failed_and_a_killed_launcher_leaves_nothing(tmp_path):
     settings = make_settings(tmp_path)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -118,3 +119,20 @@ def serve_and_kill_its_worker(settings, port: int) -> None:
         )
         assert done["status"] == "succeeded", done["error"]
         assert serve.process.poll() is None and successor.pid != first.pid
+        # The launcher itself killed outright: its web server and worker end with it (and the worker's child
+        # started ahead with the worker), instead of taking the cores of whatever runs next.
+        with open(f"/proc/{serve.process.pid}/task/{serve.process.pid}/children") as f:
+            children = [int(pid) for pid in f.read().split()]
+        assert successor.pid in children and len(children) == 2, children
+        os.kill(serve.process.pid, signal.SIGKILL)
+        serve.process.wait()
+        wait_until(lambda: not any(map(running, children)), timeout=60, what="the web server and worker to end")
+        wait_until(lambda: not processes_naming(settings.jobs_path), timeout=30, what="the child started ahead to end")
+
+
+def running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

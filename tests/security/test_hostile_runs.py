@@ -13,6 +13,7 @@ from engine.jobgroup import JobGroup
 from storage.config import PROJECT_ROOT
 from tests.support import SEED, Worker, make_settings, wait_for_run, wait_until
 from webapp import create_app
+from workers.launch import dies_with_parent
 
 CHEAP = ["eager", "backend_eager"]
 # Tight limits so each hostile run ends in seconds; the defaults are in docs/security.md. The wall clock leaves
@@ -122,6 +123,7 @@ class _gunicorn:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=dies_with_parent(signal.SIGKILL),
         )
         url = f"http://127.0.0.1:{port}"
 
