@@ -613,6 +613,9 @@ class Timing(Model):
     """config -> the back-to-back steps of one of its rounds (about 50 ms on CPU, 20 ms on GPU)"""
     latency: str | None = None
     """how the second figure (`latency_*`) was taken"""
+    allocator: str | None = None
+    """the host allocator's settings while timing: glibc malloc with fixed thresholds in a job's child (freed
+    memory is reused, not returned to the OS and faulted in again each step), or as found"""
 
 
 class RuntimeMode(Model):
@@ -712,13 +715,24 @@ class LadderCorrectness(Model):
 
 
 class MachineLoad(Model):
-    """The machine's load (`/proc/loadavg`: 1, 5, 15 minutes) just before and after the timed rounds."""
+    """The machine's load while the rounds were timed: `/proc/loadavg` (1, 5, 15 minutes) just before and after,
+    and what other processes took of the cores, batch by batch of rounds (`/proc/stat` less the job's own CPU
+    time)."""
 
     loadavg_before: list[float] | None = None
     loadavg_after: list[float] | None = None
     cpu_count: int | None = None
     busy: bool | None = None
     """the 1-minute load exceeded the number of cores at either end"""
+    other_cpu_cores: float | None = None
+    """cores other processes used on average during the rounds kept (null where `/proc/stat` cannot be read)"""
+    step_threads: int | None = None
+    """the cores one step wants: torch's intra-op threads on the CPU, 1 on a GPU"""
+    dropped_rounds: int = 0
+    """rounds dropped and timed again because other processes took more than 0.25 of the cores the step wants
+    while they ran"""
+    contended: bool = False
+    """every batch of rounds was contended, so the figures are the contended ones and no speedup is decided"""
     text: str | None = None
 
 
@@ -770,6 +784,9 @@ class Benchmark(Model):
     latency_p10_ms: float | None = None
     latency_p90_ms: float | None = None
     latency_reps: int | None = None
+    page_faults_per_step: float | None = None
+    """minor page faults of the whole process per step, over the latency steps: memory the allocator took back
+    from the OS and faulted in again, which a step pays for in time"""
     warmup_reps: int | None = None
     method: Literal["perf_counter", "cuda_events"] | None = None
     speedup_vs_eager: float | None = None

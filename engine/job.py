@@ -553,6 +553,16 @@ def _stack_dump_at(request: JobRequest, now: float) -> float:
     return now + request.time_limit_s - STACK_DUMP_LEAD_S
 
 
+# glibc's malloc adapts its thresholds to a process's history: in some processes a step's freed tensors go back to
+# the OS and are faulted in again every step, in others they are reused. The seed's eager step read 2.5 ms with no
+# page faults in one job and 5.8 ms with 2,900 a step in the next, so the same model's speedup read 3.3x, then
+# 7.7x, both "decided" (tests/engine/test_runtime_truth.py, three successive jobs). Fixed thresholds (the largest
+# mmap threshold glibc takes, and a trim threshold far above it) make every job's heap keep and reuse its memory,
+# as PyTorch's CPU benchmarks get from jemalloc or tcmalloc; a job's peak memory is the same. The report states it
+# (runtime.timing.allocator) and each rung's page faults per step.
+MALLOC_SETTINGS = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+
+
 def _child_env(job_dir: str, event_fd: int, request: JobRequest, go_fd: int | None = None) -> dict:
     """The child's whole environment: no secrets, database or broker URLs from the parent reach it. ``go_fd``: a
     child started ahead, told by that pipe when its job is there (and its stack dump time)."""
@@ -573,6 +583,7 @@ def _child_env(job_dir: str, event_fd: int, request: JobRequest, go_fd: int | No
             "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
             "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache"),
             "PT2SCOPE_EVENT_FD": str(event_fd),
+            **MALLOC_SETTINGS,
         }
     )
     if go_fd is None:

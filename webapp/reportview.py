@@ -469,6 +469,19 @@ def speedup_decided(benchmark: dict) -> bool:
     return bool((benchmark.get("speedup") or {}).get("decided"))
 
 
+NOTABLE_PAGE_FAULTS = 50  # per step: a step that faults in this many pages pays for it in time
+
+
+def page_fault_notes(benchmarks: list[dict]) -> list[str]:
+    """Rungs whose step faults pages in again and again, in words (most steps fault none)."""
+    return [
+        f"{b['config']}: {b['page_faults_per_step']:,.0f} page faults per step: memory the allocator returned to "
+        "the OS and takes back each step, which this step's time includes."
+        for b in benchmarks
+        if isinstance(b.get("page_faults_per_step"), (int, float)) and b["page_faults_per_step"] >= NOTABLE_PAGE_FAULTS
+    ]
+
+
 def cudagraph_note(benchmark: dict) -> str | None:
     """The rung's CUDA-graph status in a few words, for beside its bar."""
     cg = benchmark.get("cudagraphs") or {}
@@ -501,7 +514,12 @@ def runtime_headline(runtime: dict) -> list[str]:
         for b in runtime.get("benchmarks") or []
         if b.get("status") == "ok" and b.get("config") != "eager" and not speedup_decided(b)
     ]
-    if undecided:
+    if undecided and load.get("contended"):
+        lines.append(
+            f"Speedup not decided for {', '.join(undecided)}: other processes took the cores the step needs in "
+            "every round, so no figure of this run is a quiet machine's."
+        )
+    elif undecided:
         lines.append(
             f"Speedup not decided for {', '.join(undecided)}: the rounds' spread is too wide to quote a "
             "figure (measurements too noisy)."

@@ -16,6 +16,7 @@ import math
 import os
 import random
 import re
+import resource
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -178,6 +179,7 @@ MAX_STEPS_PER_ROUND = 2000
 LATENCY_SECONDS = 0.15  # the second figure: single steps timed alone (at least MIN_LATENCY_REPS of them)
 MIN_LATENCY_REPS, MAX_LATENCY_REPS = 10, 500
 PROFILE_STEPS = 10
+CONTENTION_CORES = 0.25  # a batch of rounds is contended when others took more of the step's cores than this
 DECIDED_RATIO = 1.2  # a speedup is decided when its median's confidence interval lies within a 20% band
 SAME_BAND = 0.02  # a decided speedup within 2% of 1 reads "same"
 # Like torch._dynamo.utils.same: allclose at tol, else the rung's error against float64 at most 2x (3x for half
@@ -565,15 +567,16 @@ def median_interval(values: list[float], coverage: float = MEDIAN_COVERAGE) -> t
     return (xs[k - 1], xs[n - k]) if k else (xs[0], xs[-1])
 
 
-def speedup(eager_rounds: list[float], rounds: list[float]) -> dict:
+def speedup(eager_rounds: list[float], rounds: list[float], *, contended_by: str | None = None) -> dict:
     """Paired per-round speedup (eager's round over this config's: they ran side by side): the median, a 90%
-    confidence interval of it, and whether that interval decides the figure."""
+    confidence interval of it, and whether that interval decides the figure. ``contended_by``: why rounds timed
+    under contention (CpuWindow) decide nothing, however narrow their interval."""
     ratios = [e / r for e, r in zip(eager_rounds, rounds) if r > 0]
     if not ratios:
         return {"value": None, "low": None, "high": None, "decided": False, "verdict": None, "text": "not measured"}
     value = statistics.median(ratios)
     low, high = median_interval(ratios)
-    decided = low > 0 and high / low <= DECIDED_RATIO
+    decided = low > 0 and high / low <= DECIDED_RATIO and not contended_by
     verdict = None
     if decided:
         verdict = "faster" if low > 1 + SAME_BAND else "slower" if high < 1 - SAME_BAND else "same"
@@ -581,7 +584,7 @@ def speedup(eager_rounds: list[float], rounds: list[float]) -> dict:
         f"{value:.2f}x {'faster' if verdict == 'faster' else 'slower' if verdict == 'slower' else 'no measurable difference'}"
         f" ({low:.2f}-{high:.2f})"
         if decided
-        else f"not decided: measurements too noisy ({low:.2f}-{high:.2f}x over {len(ratios)} rounds)"
+        else f"not decided: {contended_by or 'measurements too noisy'} ({low:.2f}-{high:.2f}x over {len(ratios)} rounds)"
     )
     return {
         "value": round(value, 4),
@@ -605,14 +608,86 @@ def machine_load() -> list[float] | None:
         return None
 
 
-def load_summary(before, after) -> dict:
+class CpuWindow:
+    """What other processes took of the machine's cores while this one timed: every core's busy time
+    (/proc/stat, machine-wide even in the sandbox's own /proc) less this process's own CPU time, over the window's
+    wall time. A step that wants every core (Inductor's and ATen's OpenMP threads, one per core) and shares one
+    with another process waits at each parallel region for its descheduled thread: on the 2 cores here, one
+    busy loop beside the seed made eager 16x and Inductor 10x slower, and the speedup read "5.03x faster
+    (5.00-5.83)", decided, where a quiet machine measures 3.3x (docs/benchmarks.md, "Contended rounds and the allocator")."""
+
+    def __init__(self):
+        self.start = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float, float] | None:
+        try:
+            with open("/proc/stat") as f:
+                fields = f.readline().split()
+            ticks = os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError):
+            return None
+        if fields[:1] != ["cpu"] or len(fields) < 9:
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
+        return (user + nice + system + irq + softirq + steal) / ticks, time.process_time(), time.perf_counter()
+
+    def other_cores(self) -> float | None:
+        """Cores other processes used on average since the window opened (None where /proc/stat is not there)."""
+        end = self._now()
+        if not (self.start and end) or end[2] <= self.start[2]:
+            return None
+        others = (end[0] - self.start[0]) - (end[1] - self.start[1])
+        return max(0.0, others / (end[2] - self.start[2]))
+
+
+def host_allocator() -> str:
+    """What the job's child was given (engine.job.MALLOC_SETTINGS), read back from its own environment."""
+    fixed = [f"{k}={os.environ[k]}" for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_") if k in os.environ]
+    if fixed:
+        return f"glibc malloc, fixed thresholds ({', '.join(fixed)}): freed memory is reused, not returned to the OS"
+    return "the process's allocator as found (glibc: thresholds that adapt to the process's history)"
+
+
+def step_threads(device: str) -> int:
+    """The cores one step wants: a CPU step runs torch's intra-op threads; a GPU step, one host thread."""
+    return torch.get_num_threads() if device == "cpu" else 1
+
+
+def contended(other_cores: float | None, threads: int) -> bool:
+    """Other processes took, on average, more than CONTENTION_CORES of the cores this step wants."""
+    spare = (os.cpu_count() or 1) - threads
+    return other_cores is not None and other_cores > spare + CONTENTION_CORES
+
+
+def load_summary(before, after, *, other_cores=None, threads=None, dropped=0, kept_contended=False) -> dict:
+    """``other_cores``: the mean over the rounds kept; ``dropped``: rounds timed under contention and timed again;
+    ``kept_contended``: no round could be timed without contention, so these rounds were."""
     cores = os.cpu_count() or 1
     busy = any(avg and avg[0] > cores for avg in (before, after))
-    text = (
-        f"load {before[0] if before else '?'} -> {after[0] if after else '?'} (1-minute average) on {cores} "
-        f"cores" + (": the machine was busy while timing, figures are noisier than on a quiet machine" if busy else "")
-    )
-    return {"loadavg_before": before, "loadavg_after": after, "cpu_count": cores, "busy": busy, "text": text}
+    text = f"load {before[0] if before else '?'} -> {after[0] if after else '?'} (1-minute average) on {cores} cores"
+    if other_cores is not None:
+        text += f"; other processes used {other_cores:.2f} cores while timing (a step runs {threads} thread(s))"
+    if kept_contended:
+        text += (
+            ": the machine was busy in every round, so these figures are not what a quiet machine measures and "
+            "speedups are not decided; run the job again when the machine is quieter"
+        )
+    elif busy:
+        text += ": the machine was busy while timing, figures are noisier than on a quiet machine"
+    if dropped:
+        text += f" ({dropped} rounds timed while other processes took the step's cores were dropped and retimed)"
+    return {
+        "loadavg_before": before,
+        "loadavg_after": after,
+        "cpu_count": cores,
+        "busy": busy,
+        "other_cpu_cores": None if other_cores is None else round(other_cores, 3),
+        "step_threads": threads,
+        "contended": kept_contended,
+        "dropped_rounds": dropped,
+        "text": text,
+    }
 
 
 def memory_bandwidth(device: str) -> dict:
@@ -775,7 +850,7 @@ def latency(workload: Workload, rung: Rung, step_s: float) -> dict:
     """The second figure: each step timed alone from an idle device (synchronize, step, synchronize)."""
     reps = int(min(MAX_LATENCY_REPS, max(MIN_LATENCY_REPS, LATENCY_SECONDS / max(step_s, 1e-6))))
     times = []
-    start = time.perf_counter()
+    start, faults = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     with workload.grad_mode():
         for _ in range(reps):
             workload.sync()
@@ -786,7 +861,9 @@ def latency(workload: Workload, rung: Rung, step_s: float) -> dict:
             if len(times) >= MIN_LATENCY_REPS and t0 - start > ROUND_CAP * LATENCY_SECONDS:
                 break
     reps = len(times)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     return {
+        "page_faults_per_step": round(faults / reps, 1),
         "latency_ms": round(statistics.median(times), 4),
         "latency_p10_ms": round(_quantile(times, 0.1), 4),
         "latency_p90_ms": round(_quantile(times, 0.9), 4),
@@ -969,6 +1046,13 @@ class LadderStage(Stage):
         self.time_rounds(workload, rungs, rt, ctx)
         eager = next((r for r in rungs if r.name == "eager"), None)
         timed = [r for r in rungs if r.entry["status"] == "ok"]
+        load = rt["load"]
+        contended_by = (
+            f"the machine was busy, other processes used {load['other_cpu_cores']:.2f} of its {load['cpu_count']} "
+            "cores in every round"
+            if load["contended"]
+            else None
+        )
         for rung in timed:
             with ctx.guard(f"runtime.latency.{rung.name}"):
                 rung.entry.update(latency(workload, rung, rung.entry["median_ms"] / 1000))
@@ -980,7 +1064,7 @@ class LadderStage(Stage):
             entry = rung.entry
             if eager and eager.rounds_ms:
                 entry["speedup"] = (
-                    speedup(eager.rounds_ms, rung.rounds_ms)
+                    speedup(eager.rounds_ms, rung.rounds_ms, contended_by=contended_by)
                     if rung is not eager
                     else {
                         "value": 1.0,
@@ -1078,9 +1162,14 @@ class LadderStage(Stage):
                 min(MAX_STEPS_PER_ROUND, max(1, round(ROUND_SECONDS[workload.device] / max(rung.step_s, 1e-7))))
             )
         before = machine_load()
+        threads = step_threads(workload.device)
         alive = list(rungs)
-        batch, done, started = MIN_ROUNDS, 0, time.perf_counter()
+        # Batches of rounds, each checked for contention on its own. A contended batch's rounds are dropped and
+        # timed again (within the budget): a burst of another process's work leaves the figures as they were.
+        # Only when no batch was quiet are contended rounds kept, and then no speedup is decided.
+        batch, clean, dropped, started = MIN_ROUNDS, [], [], time.perf_counter()
         while True:
+            window, first = CpuWindow(), {r.name: len(r.rounds_ms) for r in rungs}
             for _ in range(batch):
                 for rung in list(alive):
                     try:
@@ -1089,20 +1178,40 @@ class LadderStage(Stage):
                         rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
                         ctx.error(f"benchmark:{rung.name}", exc)
                         alive.remove(rung)
-            done += batch
-            batch = EXTRA_ROUNDS
+            others = window.other_cores()
+            if contended(others, threads):
+                dropped.append((others, {r.name: r.rounds_ms[first[r.name] :] for r in rungs}))
+                for rung in rungs:
+                    del rung.rounds_ms[first[rung.name] :]
+            else:
+                clean.append(others)
+            done = max((len(r.rounds_ms) for r in alive), default=0)  # the quiet rounds kept
+            batch = EXTRA_ROUNDS if clean else MIN_ROUNDS
             eager = next((r for r in alive if r.name == "eager"), None)
-            undecided = eager and any(
-                not speedup(eager.rounds_ms, r.rounds_ms)["decided"] for r in alive if r is not eager
+            undecided = not clean or (
+                eager and any(not speedup(eager.rounds_ms, r.rounds_ms)["decided"] for r in alive if r is not eager)
             )
             if (
-                not undecided
+                not alive
+                or not undecided
                 or done + batch > MAX_ROUNDS
                 or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]
             ):
                 break
-        rounds = done
-        rt["load"] = load_summary(before, machine_load())
+        kept_contended = not clean and bool(dropped)
+        if kept_contended:  # nothing quiet to keep: the contended rounds are the figures, and say so
+            for rung in rungs:
+                rung.rounds_ms = [t for _, rounds in dropped for t in rounds.get(rung.name, [])]
+        timed = clean or [others for others, _ in dropped]
+        rounds = max((len(r.rounds_ms) for r in rungs), default=0)
+        rt["load"] = load_summary(
+            before,
+            machine_load(),
+            other_cores=statistics.mean(timed) if timed and None not in timed else None,
+            threads=threads,
+            dropped=0 if kept_contended else sum(max(map(len, r.values()), default=0) for _, r in dropped),
+            kept_contended=kept_contended,
+        )
         method = "cuda_events" if workload.device == "cuda" else "perf_counter"
         rt["timing"] = {
             "method": method,
@@ -1113,6 +1222,7 @@ class LadderStage(Stage):
             "spread over rounds; speedups: median of paired rounds with a 90% confidence "
             "interval of it",
             "latency": "each step timed alone (synchronize, step, synchronize): median, p10-p90",
+            "allocator": host_allocator(),
             "step": "one call per example input set"
             + (", forward + backward" if workload.train else ", under torch.no_grad()"),
         }

@@ -40,6 +40,21 @@ def test_a_busy_cpu_run_says_not_decided_and_why(client, db):
     assert "Every compiled config matches plain eager within tolerance" in overview
 
 
+def test_a_run_timed_beside_busy_processes_says_so_and_counts_the_steps_page_faults(client, db):
+    """A real job of the 64 MB seed beside one busy loop: every round contended, and each step faults its
+    intermediates in (each past glibc's largest mmap threshold)."""
+    html = _pages(client, db, "seed_large_contended_cpu")
+    runtime = html["runtime"]
+    verdict = runtime[runtime.index('id="runtime-verdict"') : runtime.index('id="runtime-benchmarks"')]
+    assert "other processes used 1.00 cores while timing" in verdict and "busy in every round" in verdict
+    assert "Speedup not decided for backend_eager: other processes took the cores the step needs" in verdict
+    assert "measurements too noisy" not in verdict
+    table = runtime[runtime.index('class="records benchmarks"') :]
+    assert "not decided: the machine was busy, other processes used 1.00 of its 2 cores" in table
+    assert "eager: 81,925 page faults per step" in table and "backend_eager: 81,925 page faults per step" in table
+    assert "page faults per step" not in _pages(client, db, "seed_busy_cpu")["runtime"]  # none recorded there
+
+
 def test_a_decided_gpu_speedup_is_quoted_with_its_spread_and_cuda_graphs_beside_its_bar(client, db):
     html = _pages(client, db, "seed_large_gpu")["runtime"]
     assert "4.07x faster (4.06-4.08)" in html
