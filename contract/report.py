@@ -729,7 +729,7 @@ class MachineLoad(Model):
     step_threads: int | None = None
     """the cores one step wants: torch's intra-op threads on the CPU, 1 on a GPU"""
     dropped_rounds: int = 0
-    """rounds dropped and timed again because other processes took more than 0.25 of the cores the step wants
+    """rounds dropped and timed again because other processes took more than 0.1 of the cores the step wants
     while they ran"""
     contended: bool = False
     """every batch of rounds was contended, so the figures are the contended ones and no speedup is decided"""
