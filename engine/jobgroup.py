@@ -122,7 +122,7 @@ class JobGroup:
         deadline = time.monotonic() + timeout_s
         while True:
             pids = self.pids()
-            if self.root_pid and _alive(self.root_pid):
+            if self.root_pid and alive(self.root_pid):
                 pids.append(self.root_pid)
             if not pids:
                 return True
@@ -218,7 +218,8 @@ def _own_cgroup(controller: str) -> str:
     raise FileNotFoundError(f"no {controller or 'v2'} cgroup")
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
@@ -240,7 +241,7 @@ def _descendants(root: int) -> list[int]:
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
-        if _alive(pid):
+        if alive(pid):
             found.append(pid)
         todo.extend(children.get(pid, []))
     return found

@@ -73,9 +73,10 @@ def dies_with_parent(sig: int = signal.SIGTERM):
     ends (Linux PR_SET_PDEATHSIG), so a launcher killed outright (SIGKILL, the OOM killer, a test run stopped)
     leaves no web server or worker behind, whose jobs would take the cores of the next ones."""
     parent = os.getpid()
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork: the child only calls it
 
     def set_parent_death_signal() -> None:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
+        prctl(PR_SET_PDEATHSIG, sig)
         if os.getppid() != parent:  # the launcher died before the signal was set: nobody will send it
             os._exit(1)
 

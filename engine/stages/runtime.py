@@ -644,7 +644,7 @@ class CpuWindow:
 
 def host_allocator() -> str:
     """What the job's child was given (engine.job.MALLOC_SETTINGS), read back from its own environment."""
-    fixed = [f"{k}={os.environ[k]}" for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_") if k in os.environ]
+    fixed = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("MALLOC_") and k.endswith("_"))
     if fixed:
         return f"glibc malloc, fixed thresholds ({', '.join(fixed)}): freed memory is reused, not returned to the OS"
     return "the process's allocator as found (glibc: thresholds that adapt to the process's history)"
@@ -1168,7 +1168,9 @@ class LadderStage(Stage):
         # Batches of rounds, each checked for contention on its own. A contended batch's rounds are dropped and
         # timed again (within the budget): a burst of another process's work leaves the figures as they were.
         # Only when no batch was quiet are contended rounds kept, and then no speedup is decided.
-        batch, clean, dropped, started = MIN_ROUNDS, [], [], time.perf_counter()
+        batch, started = MIN_ROUNDS, time.perf_counter()
+        quiet, busy = [], []  # what other processes took (cores) in each quiet and each contended batch
+        set_aside = {r.name: [] for r in rungs}  # the contended batches' rounds: the figures only if none was quiet
         while True:
             window, first = CpuWindow(), {r.name: len(r.rounds_ms) for r in rungs}
             for _ in range(batch):
@@ -1181,15 +1183,16 @@ class LadderStage(Stage):
                         alive.remove(rung)
             others = window.other_cores()
             if contended(others, threads):
-                dropped.append((others, {r.name: r.rounds_ms[first[r.name] :] for r in rungs}))
+                busy.append(others)
                 for rung in rungs:
+                    set_aside[rung.name] += rung.rounds_ms[first[rung.name] :]
                     del rung.rounds_ms[first[rung.name] :]
             else:
-                clean.append(others)
+                quiet.append(others)
             done = max((len(r.rounds_ms) for r in alive), default=0)  # the quiet rounds kept
-            batch = EXTRA_ROUNDS if clean else MIN_ROUNDS
+            batch = EXTRA_ROUNDS if quiet else MIN_ROUNDS
             eager = next((r for r in alive if r.name == "eager"), None)
-            undecided = not clean or (
+            undecided = not quiet or (
                 eager and any(not speedup(eager.rounds_ms, r.rounds_ms)["decided"] for r in alive if r is not eager)
             )
             if (
@@ -1199,18 +1202,19 @@ class LadderStage(Stage):
                 or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]
             ):
                 break
-        kept_contended = not clean and bool(dropped)
+        kept_contended = bool(busy) and not quiet
+        dropped = max(map(len, set_aside.values()), default=0)
         if kept_contended:  # nothing quiet to keep: the contended rounds are the figures, and say so
             for rung in rungs:
-                rung.rounds_ms = [t for _, rounds in dropped for t in rounds.get(rung.name, [])]
-        timed = clean or [others for others, _ in dropped]
+                rung.rounds_ms = set_aside[rung.name]
+        shares = quiet or busy
         rounds = max((len(r.rounds_ms) for r in rungs), default=0)
         rt["load"] = load_summary(
             before,
             machine_load(),
-            other_cores=statistics.mean(timed) if timed and None not in timed else None,
+            other_cores=statistics.mean(shares) if shares and None not in shares else None,
             threads=threads,
-            dropped=0 if kept_contended else sum(max(map(len, r.values()), default=0) for _, r in dropped),
+            dropped=0 if kept_contended else dropped,
             kept_contended=kept_contended,
         )
         method = "cuda_events" if workload.device == "cuda" else "perf_counter"

@@ -273,8 +273,8 @@ def test_a_step_that_frees_8_mb_tensors_reuses_the_memory_in_every_job(tmp_path_
     """Three 8 MB intermediates a step. With glibc's thresholds as found (they adapt to the process's history),
     two jobs read 12.6 ms (10,206 page faults a step: the freed heap went back to the OS) and 4.5 ms (none); a
     plain script 2.4-3.0 ms (600-1,050 faults). With the child's fixed thresholds: 1.25-1.61 ms and no faults.
-    (What is left between processes, up to 20% here, is where the buffers land, not the allocator: the ladder's
-    speedups pair rounds within one process.)"""
+    (What is left between processes, up to 21% here, has no page faults behind it; its cause is not measured. The
+    ladder's speedups pair rounds within one process.)"""
     figures = []
     for i in range(2):
         report = run_job(

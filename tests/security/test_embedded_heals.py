@@ -10,6 +10,7 @@ import sys
 import urllib.request
 
 from engine import sandbox
+from engine.jobgroup import alive
 from storage import runstore
 from storage.db import session_factory
 from tests.support import SEED, LoggedProcess, make_settings, wait_until
@@ -126,13 +127,5 @@ def serve_and_kill_its_worker(settings, port: int) -> None:
         assert successor.pid in children and len(children) == 2, children
         os.kill(serve.process.pid, signal.SIGKILL)
         serve.process.wait()
-        wait_until(lambda: not any(map(running, children)), timeout=60, what="the web server and worker to end")
+        wait_until(lambda: not any(map(alive, children)), timeout=60, what="the web server and worker to end")
         wait_until(lambda: not processes_naming(settings.jobs_path), timeout=30, what="the child started ahead to end")
-
-
-def running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
