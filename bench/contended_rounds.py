@@ -38,9 +38,11 @@ def one_job(code: str, loops: int) -> dict:
     if report["status"] != "ok":
         raise SystemExit(f"the job failed: {report['failure']['message']}")
     rt = report["runtime"]
-    ms = {b["config"]: b["median_ms"] for b in rt["benchmarks"]}
+    ms = {b["config"]: f"{b['median_ms']:.3f} ({b['p10_ms']:.3f}-{b['p90_ms']:.3f})" for b in rt["benchmarks"]}
     compiled = {b["config"]: b for b in rt["benchmarks"]}["inductor_default"]["speedup"]
-    return {"load": rt["load"], "ms": ms, "speedup": compiled, "rounds": rt["timing"]["rounds"]}
+    env = report["environment"]
+    machine = f"{env['cpu_model']}, {env['cpu_count']} cores, torch {env['torch_version']}"
+    return {"load": rt["load"], "ms": ms, "speedup": compiled, "rounds": rt["timing"]["rounds"], "machine": machine}
 
 
 def main() -> int:
@@ -50,10 +52,9 @@ def main() -> int:
     args = parser.parse_args()
     with open(SEED) as f:
         code = f.read()
-    print(f"{os.cpu_count()} cores; each job: the seed, eager and inductor_default, default isolation")
     print(
         "| job | busy loops | load before | other processes' cores | rounds kept | dropped | contended "
-        "| eager ms | inductor ms | speedup |"
+        "| eager ms (p10-p90) | inductor ms (p10-p90) | speedup |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for i in range(args.pairs):
@@ -66,6 +67,7 @@ def main() -> int:
                 f"| {row['ms']['eager']} | {row['ms']['inductor_default']} | {row['speedup']['text']} |",
                 flush=True,
             )
+    print(f"\n{row['machine']}; each job: the seed, eager and inductor_default, default isolation")
     return 0
 
 
