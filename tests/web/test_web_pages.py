@@ -224,7 +224,7 @@ def test_the_runtime_tab_draws_the_jobs_timeline_and_says_when_a_report_has_none
         ],
     }
     html = client.get(f"/r/{_store(client, db, report).slug}/runtime").get_data(as_text=True)
-    assert "<strong>4.00 s</strong> from\n    the request" in html and "(25.0%)" in html
+    assert "<strong>4 s</strong> from\n    the request" in html and "(25%)" in html
     figure = json.loads(
         re.search(r'aria-label="Job timeline by phase" data-chart=\'([^\']+)\'', html)
         .group(1)
