@@ -291,7 +291,7 @@ def test_a_syntax_error_is_answered_when_the_form_is_sent(site, page):
     page.keyboard.press("Control+End")
     page.keyboard.type("\ndef broken(:\n")
     started = time.monotonic()
-    page.get_by_role("button", name="Compile").click()
+    page.get_by_role("button", name="Run", exact=True).click()
     expect(page.locator("#error-code")).to_contain_text(
         "Syntax error at line 12, column 12 of seed.py: invalid syntax: def broken(:"
     )
