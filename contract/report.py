@@ -38,7 +38,9 @@ VERSION_HISTORY = {
     2: "the same fields, typed by contract/report.py: every key of every object is present (null where nothing "
     "was recorded) and unknown keys are rejected; the job's report is validated where it enters the parent "
     "and where it is stored. A v1 report is upgraded on read: its absent keys get the v2 defaults, absent "
-    "request limits become null.",
+    "request limits become null, and what v1 recorded in an older form gets the v2 form (the summary's counts, "
+    "counted from the sections; a speedup from its one median, never decided; each recompile's failed guards, "
+    "read from torch's reasons).",
 }
 
 ConfigName = Literal[tuple(CONFIGS)]

@@ -296,13 +296,19 @@ def _runtime_facts(runtime: Runtime) -> list[str]:
         facts.append(f"{best.config}: {outcome(best).words}")
     elif compiled_rungs(runtime):
         facts.append("no speedup decided" + (": the machine was busy" if runtime.load.contended else ""))
-    verdict = runtime.correctness.text or (correctness_text(best) if best else None)
+    # Facts that are not about speed come from the rung spoken of, or failing one, the recorded config's.
+    rung = (
+        best
+        or next((b for b in compiled_rungs(runtime) if b.config == runtime.recorded_config), None)
+        or next(iter(compiled_rungs(runtime)), None)
+    )
+    verdict = runtime.correctness.text or (correctness_text(rung) if rung else None)
     if verdict:
         facts.append(verdict)
     cudagraphs = cudagraphs_text(runtime)
     if cudagraphs:
         facts.append(cudagraphs)
-    host = host_text(runtime, best)
+    host = host_text(runtime, rung)
     if host:
         facts.append(host)
     return facts
