@@ -6,9 +6,10 @@ from flask import Blueprint, Response, abort, jsonify, request, url_for
 
 from storage import runstore
 from storage.models import FINISHED_STATUSES, RUNNING, Run
-from webapp import context, security, story
+from webapp import context, security
 from webapp.heavy import heavy_slot
 from webapp.submission import syntax_error, validate
+from webapp.tabs import overview
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -140,7 +141,7 @@ def status_of(run: Run) -> dict:
         "still_measuring": runstore.still_measuring(run, steps, context.settings()),
         "time_left_s": None if finished else runstore.time_left(steps),
         "tabs_ready": sorted(
-            story.tabs_ready(runstore.stage_progress(run), run.status, error, runstore.has_report(session, run))
+            overview.tabs_ready(runstore.stage_progress(run), run.status, error, runstore.has_report(session, run))
         ),
         "messages": runstore.messages(run),
         "error": error,
