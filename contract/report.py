@@ -743,8 +743,8 @@ class MemoryBandwidth(Model):
     method: str | None = None
     device: Device | None = None
     measured_ahead: bool = False
-    """measured by this job's own child, in its sandbox, before the job was handed over to it (a child started
-    ahead, while the worker finished the job before; no user code had run in it): not on the job's critical path"""
+    """measured by this job's own child, in its sandbox, before the job was handed over to it (a prestarted child,
+    while the worker finished the job before; no user code had run in it): not on the job's critical path"""
 
 
 class CudaGraphs(Model):
@@ -1147,8 +1147,8 @@ class TimelinePhase(Model):
     config: ConfigName | None = None
     """benchmark: the config"""
     ahead: bool = False
-    """before the job was handed to its child, which was started ahead for it (sandbox, imports, memory bandwidth):
-    off the job's critical path, and outside the top-level phases that cover the job's wall time"""
+    """a phase of the prestart: before the job was handed to its prestarted child (sandbox, imports, memory
+    bandwidth), off the job's critical path, and outside the top-level phases that cover the job's wall time"""
 
 
 class Timeline(Model):
@@ -1166,8 +1166,8 @@ class Timeline(Model):
     """from the origin until the report was first stored and readable, when it was stored before the warm compile
     (every figure but the warm compile's): what a user waits for"""
     prestarted: bool = False
-    """the job's sandboxed child was started (torch imported) before the job was handed to it: a new one per job,
-    which served this job only (its phases before the hand-over are `ahead`)"""
+    """the job's sandboxed child was prestarted (torch imported before the job was handed to it): a new one per
+    job, which served this job only (its phases before the hand-over are marked `ahead`)"""
     phases: list[TimelinePhase] = []
 
 

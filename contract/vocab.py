@@ -117,9 +117,9 @@ TIMELINE_PHASES = {
     "prepare": "parent: the job folder, the user's file and the request are written",
     "sandbox_start": "parent: bubblewrap and the limits are set up, the child's Python starts and imports the "
     "engine package",
-    "wait_for_job": "child started ahead (sandbox up, torch and the stages imported, nothing of a user's): it waits "
+    "wait_for_job": "prestarted child (sandbox up, torch and the stages imported, nothing of a user's): it waits "
     "for its job",
-    "handover": "child started ahead: it reads the job its parent wrote into its folder",
+    "handover": "prestarted child: it reads the job its parent wrote into its folder",
     "import_engine": "child: pt2scope's engine and report types are imported",
     "import_torch": "child: `import torch` and the engine's stages (which import it)",
     "load_user_code": "child: the device described, the user's file run and `model`, `example_inputs` read",
@@ -129,7 +129,7 @@ TIMELINE_PHASES = {
     "compile_workers_start": "child: Inductor's compile worker processes start (part of a compile)",
     "collect": "child: the stages' captures are turned into the report",
     "ladder_setup": "child: the ladder is set up: the memory bandwidth measured (copies of a 128 MiB tensor on CPU; "
-    "a child started ahead measures it before its job arrives)",
+    "a prestarted child measures it before its job arrives)",
     "benchmark": "child: with a config, that rung's own compile and first call; without, the timed rounds of every "
     "config together",
     "profile": "child: the recorded config's kernels under the profiler",
