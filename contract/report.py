@@ -1289,7 +1289,7 @@ class TraceImport(Model):
 
 
 class Report(Model):
-    """One JSON document per job, written by the engine (`engine/child.py`, via `engine/report.py`) and read by
+    """One JSON document per job, written by the engine (`engine/child.py`, via `engine/reportfile.py`) and read by
     the workers, the database and the pages. It is the one contract between them. Rules:
 
     - Adding a field keeps the version; removing or renaming one, or changing its meaning, bumps

@@ -21,7 +21,7 @@ from dataclasses import dataclass  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 from contract.timeline import Recorder, merged  # noqa: E402
-from engine.report import empty_report, failed_report, write_report  # noqa: E402
+from engine.reportfile import empty_report, failed_report, write_report  # noqa: E402
 
 # The timeline phase each stage's begin..end is (engine/stages call job.begin and job.end); aot and inductor run
 # inside the recorded compile (their seconds are torch's metrics, not a span of their own).

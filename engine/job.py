@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from contract.limits import DEFAULT_LIMITS, JobLimits
 from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
+from contract.vocab import new_error_id, parse_configs
 from engine import events, sandbox, seccomp
 from engine.jobgroup import JobGroup
-from engine.report import failed_report, new_error_id, parse_configs
+from engine.reportfile import failed_report
 
 PROJECT_ROOT = sandbox.PROJECT_ROOT
 USER_OUTPUT_LIMIT = 64 * 1024  # bytes of the user's stdout/stderr kept in the report (the tail)
@@ -65,7 +66,7 @@ class JobRequest:
     output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
 
     def validated(self) -> JobRequest:
-        """Normalise and check the request before anything is started (raises engine.report.ConfigError)."""
+        """Normalise and check the request before anything is started (raises contract.vocab.ConfigError)."""
         self.configs = parse_configs(self.configs, self.device)
         self.filename = os.path.basename(self.filename) or "model.py"
         if not self.filename.endswith(".py"):

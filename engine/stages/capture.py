@@ -8,7 +8,7 @@ import gc
 
 import torch
 
-from engine.report import capture_config
+from contract.vocab import capture_config
 from engine.stages import runtime
 from engine.stages.aot import AotCollector
 from engine.stages.base import Stage
