@@ -776,7 +776,7 @@ class Benchmark(Model):
     p90_ms: float | None = None
     min_ms: float | None = None
     reps: int | None = None
-    """before issue 9: per-step repetitions; now null (see `rounds`, `latency_reps`)"""
+    """per-step repetitions in reports from before the timed rounds; now null (see `rounds`, `latency_reps`)"""
     rounds: int | None = None
     steps_per_round: int | None = None
     latency_ms: float | None = None
@@ -844,7 +844,7 @@ class KernelProfileSummary(Model):
 class Runtime(Model):
     """Compile time per stage, the compile timeline, the benchmark ladder, per-kernel times, CUDA graphs.
 
-    The ladder (issue 9): every rung runs its own copy of the model as loaded, seeded alike (`reference`), under
+    The ladder: every rung runs its own copy of the model as loaded, seeded alike (`reference`), under
     `torch.no_grad()` unless training (`mode`). Its compared step (the first call, compile included) is judged
     against plain eager (`benchmarks[].correctness`; `max_abs_error = max|out - ref|` over all output tensors,
     `max_rel_error = max_abs_error / max|ref|`, norm-wise; the `grad_*` fields the same over parameter gradients),

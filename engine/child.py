@@ -113,7 +113,7 @@ class Job:
     def save_early(self) -> None:
         """Write the report as a finished job's before the warm compile (runtime.compile_cache shows it pending),
         then say so by the warm_compile stage's start: the parent hands it to the worker, which stores it while the
-        warm compile runs, so the user reads every other figure some 10 s sooner (issue 13)."""
+        warm compile runs, so the user reads every other figure some 10 s sooner on the CPU (docs/benchmarks.md)."""
         start = time.time()
         early = {**self.report, "errors": list(self.report["errors"])}  # the job's own report stays as it is
         finish(self, early)

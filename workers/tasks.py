@@ -119,8 +119,8 @@ def run_compile(self, run_id: int) -> None:
 
 class EarlyReport:
     """The report stored before the warm compile (engine.job.run_job's on_report): the run reads as succeeded with
-    every figure but the warm compile's, which the final report then fills in (issue 13: the user waits some 10 s
-    less on the CPU)."""
+    every figure but the warm compile's, which the final report then fills in (the user waits some 10 s less on
+    the CPU: docs/benchmarks.md)."""
 
     # What the final report changes after the early one: the warm compile's figures (runtime), its stage entry and
     # its events' output, and the timeline (rewritten last, by the caller).
