@@ -1,4 +1,4 @@
-"""The MLP first measured on the H200 (eager 0.86 ms): 1024 -> 4096 -> 1024 with GELU and LayerNorm, bf16, batch 64x128,
+"""The MLP of ../shared/notes/gpu-baseline.md: 1024 -> 4096 -> 1024 with GELU and LayerNorm, bf16, batch 64x128,
 forward + backward."""
 import torch
 from torch import nn

@@ -1,5 +1,5 @@
 """A 24-layer residual MLP in training: a few thousand nodes in each of the joint, forward and backward graphs,
-the size at which every report tab must stay fast."""
+the size issue 10 asks every report tab to stay fast at."""
 import torch
 from torch import nn
 

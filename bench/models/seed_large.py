@@ -1,4 +1,4 @@
-"""The seed at a size that fills a GPU (4096x4096 fp32: 64 MB in, 64 MB out), as first measured on the H200."""
+"""The seed at a size that fills a GPU (4096x4096 fp32: 64 MB in, 64 MB out), as in ../shared/notes/gpu-baseline.md."""
 import torch
 
 
