@@ -10,25 +10,26 @@ engine writes cannot drift apart. Every field has a default where the value can 
 early), so a validated report always carries every key, null where nothing was recorded.
 """
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contract.vocab import (
-    CONFIGS,
-    DEVICES,
-    FAILURE_KINDS,
-    GRAPH_KINDS,
-    ISOLATION_MODES,
-    STAGES,
-    TIMELINE_PHASES,
-    TIMELINE_SIDES,
+    ConfigName,
+    Device,
+    FailureKind,
+    GraphKind,
+    IsolationMode,
+    StageName,
+    TimelinePhaseName,
+    TimelineSide,
 )
 
 # v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
 # rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded
 # on read (upgrade()).
-SCHEMA_VERSION = 2
+SchemaVersion = Literal[2]  # the one place a new version is spelled (contract/README.md, "Adding a field")
+SCHEMA_VERSION: SchemaVersion = get_args(SchemaVersion)[0]
 READABLE_VERSIONS = (1, 2)
 VERSION_HISTORY = {
     1: "the first version: keys could be absent (an empty section was `{}`; `grad_*` errors only when training; "
@@ -39,11 +40,6 @@ VERSION_HISTORY = {
     "request limits become null.",
 }
 
-ConfigName = Literal[tuple(CONFIGS)]
-StageName = Literal[STAGES]
-FailureKind = Literal[tuple(FAILURE_KINDS)]
-GraphKind = Literal[GRAPH_KINDS]
-Device = Literal[DEVICES]
 Shape = list[int | str] | list[list[int | str]] | None
 DType = str | list[str] | None
 OpHistogram = dict[str, int]
@@ -1117,7 +1113,7 @@ class IsolationEnforcement(Model):
 class Isolation(Model):
     """Written by the parent, never the child (docs/security.md)."""
 
-    mode: Literal[ISOLATION_MODES] | None = None
+    mode: IsolationMode | None = None
     network: str | None = None
     filesystem: str | None = None
     user: str | None = None
@@ -1135,8 +1131,8 @@ class Isolation(Model):
 class TimelinePhase(Model):
     """One measured phase of the job ([Vocabulary](#vocabulary) lists the phases)."""
 
-    phase: Literal[tuple(TIMELINE_PHASES)]
-    side: Literal[TIMELINE_SIDES]
+    phase: TimelinePhaseName
+    side: TimelineSide
     """who measured it: web, worker, parent (engine/job.py) or child (engine/child.py)"""
     start_s: float
     """seconds since the timeline's origin"""
@@ -1306,7 +1302,7 @@ class Report(Model):
       match on `CompileId.compile_key` = (frame, frame compile id), so the pieces of a restarted compile meet
       whatever attempt each was recorded under (a graph break is seen in attempt 0, its graph in attempt 1)."""
 
-    schema_version: Literal[SCHEMA_VERSION] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     """the version of this contract the report follows (see Versions)"""
     status: Literal["running", "ok", "failed"]
     """`running` only in the partial report the child saves between stages"""

@@ -10,25 +10,37 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from typing import Literal, get_args
+
+# Each set of names is one Literal type, spelled once: the report's models (contract/report.py) and the type checker
+# read the type, the code that iterates reads the tuple taken from it (get_args), and a table of meanings keyed by
+# the names is checked at import to name each of them exactly once.
 
 # Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
 # collected ("report") before the benchmarks; progress events and report["stages"] use these names.
 # warm_compile: the fresh-process compiles of runtime.compile_cache (Inductor configs only), after the ladder.
-STAGES = ("load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "warm_compile")
+StageName = Literal["load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "warm_compile"]
+STAGES: tuple[StageName, ...] = get_args(StageName)
+
+ConfigName = Literal[
+    "eager", "backend_eager", "aot_eager", "inductor_default", "inductor_reduce_overhead", "inductor_max_autotune"
+]
+Device = Literal["cpu", "cuda"]
 
 
 @dataclass(frozen=True)
 class Config:
     """One rung of the benchmark ladder: how the model is run."""
 
-    name: str
+    name: ConfigName
     backend: str | None  # None: plain eager, no torch.compile
     mode: str | None = None
     label: str = ""
 
 
-# The ladder, cheapest first. Plain eager is always measured: it is the baseline of every speedup and error.
-CONFIGS = {
+# The ladder, cheapest first (ConfigName's order). Plain eager is always measured: it is the baseline of every
+# speedup and error.
+CONFIGS: dict[ConfigName, Config] = {
     c.name: c
     for c in (
         Config("eager", None, label="plain eager"),
@@ -44,12 +56,14 @@ CONFIGS = {
         Config("inductor_max_autotune", "inductor", "max-autotune", label='backend="inductor", mode="max-autotune"'),
     )
 }
+assert tuple(CONFIGS) == get_args(ConfigName), "one Config per ConfigName, in its order"
 # max-autotune benchmarks many kernel variants: minutes on a CPU, so it is opt-in there.
-DEFAULT_CONFIGS = {
+DEFAULT_CONFIGS: dict[Device, list[ConfigName]] = {
     "cpu": ["eager", "backend_eager", "aot_eager", "inductor_default", "inductor_reduce_overhead"],
     "cuda": list(CONFIGS),
 }
-DEVICES = tuple(DEFAULT_CONFIGS)
+DEVICES: tuple[Device, ...] = get_args(Device)
+assert tuple(DEFAULT_CONFIGS) == DEVICES
 
 
 def capture_config(configs: list[str]) -> Config:
@@ -60,7 +74,7 @@ def capture_config(configs: list[str]) -> Config:
     return CONFIGS["backend_eager"]
 
 
-def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
+def job_plan(configs: list[str]) -> list[tuple[StageName, str | None]]:
     """The (stage, config) steps a job with these configs runs, in order, as engine/child.py's stages run them:
     load, eager (the reference), the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its
     backend has them), the report, one benchmark per config (compiled and warmed up: eager, the recorded config,
@@ -68,7 +82,7 @@ def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
     recorded config is an Inductor one, and then its warm compiles. Progress pages show the steps still to come
     from it."""
     target = capture_config(configs)
-    steps = [("load", None), ("eager", None), ("dynamo", target.name)]
+    steps: list[tuple[StageName, str | None]] = [("load", None), ("eager", None), ("dynamo", target.name)]
     if target.backend in ("aot_eager", "inductor"):
         steps.append(("aot", target.name))
     if target.backend == "inductor":
@@ -83,7 +97,25 @@ def job_plan(configs: list[str]) -> list[tuple[str, str | None]]:
 
 
 # report["failure"]["kind"]: what stopped a job (docs/security.md has the limits).
-FAILURE_KINDS = {
+FailureKind = Literal[
+    "syntax_error",
+    "missing_name",
+    "bad_value",
+    "user_exception",
+    "compile_error",
+    "backend_compile_error",
+    "no_device",
+    "timeout",
+    "memory",
+    "cpu_time",
+    "processes",
+    "open_files",
+    "output_limit",
+    "crash",
+    "invalid_report",
+    "internal_error",
+]
+FAILURE_KINDS: dict[FailureKind, str] = {
     "syntax_error": "the user's file does not parse",
     "missing_name": "the user's file lacks `model` or `example_inputs`",
     "bad_value": "`model`, `example_inputs` or `train` has the wrong type",
@@ -104,14 +136,42 @@ FAILURE_KINDS = {
 
 # graph["kind"]: AOTAutograd's graphs (joint, forward, backward, inference), Inductor's post-grad graphs (forward,
 # backward, inference) and functionalization's pair (aten: before, functional: after). Dynamo graphs have none.
-GRAPH_KINDS = ("joint", "forward", "backward", "inference", "aten", "functional")
+GraphKind = Literal["joint", "forward", "backward", "inference", "aten", "functional"]
+GRAPH_KINDS: tuple[GraphKind, ...] = get_args(GraphKind)
 
 # How a job's child is isolated (docs/security.md): engine/sandbox.py implements them; settings validate the choice.
-ISOLATION_MODES = ("bubblewrap", "none")
+IsolationMode = Literal["bubblewrap", "none"]
+ISOLATION_MODES: tuple[IsolationMode, ...] = get_args(IsolationMode)
 
 # timeline.phases[].phase: where a job's wall time goes, from the request leaving the web app to the stored report.
 # Top-level phases (depth 0) follow each other; "untracked" is a gap no side measured, named so that it shows.
-TIMELINE_PHASES = {
+TimelinePhaseName = Literal[
+    "queue_wait",
+    "claim",
+    "prepare",
+    "sandbox_start",
+    "wait_for_job",
+    "handover",
+    "import_engine",
+    "import_torch",
+    "load_user_code",
+    "eager",
+    "install_hooks",
+    "compile",
+    "compile_workers_start",
+    "collect",
+    "ladder_setup",
+    "benchmark",
+    "profile",
+    "write_report",
+    "warm_compile",
+    "process_exit",
+    "read_report",
+    "cleanup",
+    "store",
+    "untracked",
+]
+TIMELINE_PHASES: dict[TimelinePhaseName, str] = {
     "queue_wait": "web: the run row is created and the job queued; the broker hands it to a free worker",
     "claim": "worker: the run is marked running",
     "prepare": "parent: the job folder, the user's file and the request are written",
@@ -142,7 +202,10 @@ TIMELINE_PHASES = {
     "store": "worker: the report is validated and stored (at depth 1: the report stored while the warm compile runs)",
     "untracked": "a gap between two measured phases",
 }
-TIMELINE_SIDES = ("web", "worker", "parent", "child")
+TimelineSide = Literal["web", "worker", "parent", "child"]
+TIMELINE_SIDES: tuple[TimelineSide, ...] = get_args(TimelineSide)
+for _names, _meanings in ((FailureKind, FAILURE_KINDS), (TimelinePhaseName, TIMELINE_PHASES)):
+    assert tuple(_meanings) == get_args(_names), "one meaning per name, in the type's order"
 
 
 class ConfigError(ValueError):
