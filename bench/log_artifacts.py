@@ -1,4 +1,4 @@
-"""What switching on only the TORCH_LOGS artifacts a reader declares saves (issue 12: five were on and unread).
+"""What switching on only the TORCH_LOGS artifacts a reader declares saves (five were once on and unread).
 
 Each run is a fresh process that taps torch's logs as a job does (engine.logtap.LogTap, the structured trace and
 the artifacts), then compiles an example with Inductor from a new, empty cache folder with graph caches off (as the

@@ -1,7 +1,7 @@
 """pt2scope engine: run torch.compile on a user's model and record every stage into one versioned report.
 
 Dependency rule: this package imports torch and small pure-Python helpers, never Flask, Celery or SQL.
-The parent side (``engine.job``, ``engine.sandbox``, ``engine.cli``, ``engine.report``) does not even import
+The parent side (``engine.job``, ``engine.sandbox``, ``engine.cli``, ``engine.reportfile``) does not even import
 torch: user code and torch run only in the sandboxed child process started by ``engine.job.run_job`` (entry
 point ``engine.child``).
 
@@ -14,7 +14,3 @@ Where each stage is captured:
     engine/warm.py              a warm compile in a fresh process (cold vs warm, runtime.compile_cache)
     engine/logtap.py            the log tap and the registry of its readers (what each stage reads from torch's logs)
 """
-
-from engine.report import SCHEMA_VERSION
-
-__all__ = ["SCHEMA_VERSION"]

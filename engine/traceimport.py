@@ -25,7 +25,7 @@ from engine.fxgraph import op_histogram
 from engine.fxtext import is_library_file, parse_graph_code
 from engine.importjob import import_request
 from engine.logtap import trace_event
-from engine.report import empty_report, write_report
+from engine.reportfile import empty_report, write_report
 from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
 from engine.stages.inductor import estimate_kernel_bytes, group_output_code, library_calls, parse_kernels
 from engine.stages.runtime import _metrics_summary, compile_seconds, timeline

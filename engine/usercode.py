@@ -18,7 +18,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from contract.userfile import is_user_file
-from engine.report import empty_dir
+from engine.reportfile import empty_dir
 from engine.stages.base import Stage
 
 
@@ -168,7 +168,7 @@ class LoadStage(Stage):
 
     def run(self, job) -> None:
         from engine.logtap import LogTap
-        from engine.report import environment
+        from engine.reportfile import environment
         from engine.stages.base import Context
         from engine.stages.runtime import Workload
 

@@ -73,8 +73,8 @@ def main(argv: list[str]) -> int:
     job_dir, config_name, out_path = argv
     import torch
 
+    from contract.vocab import CONFIGS
     from engine import logtap, usercode
-    from engine.report import CONFIGS
     from engine.stages import inductor as inductor_stage
     from engine.stages import runtime
 

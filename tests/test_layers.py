@@ -28,7 +28,7 @@ WEB_AND_QUEUE = {
     "gunicorn",
 }
 # The engine's parent side: what workers and the CLI import. Torch and the user's code run only in the child.
-ENGINE_PARENT_SIDE = ("engine", "engine.job", "engine.cli", "engine.report", "engine.sandbox")
+ENGINE_PARENT_SIDE = ("engine", "engine.job", "engine.cli", "engine.reportfile", "engine.sandbox")
 
 
 def _module_name(path: str) -> str:

@@ -8,7 +8,7 @@ import gc
 
 import torch
 
-from engine.report import capture_config
+from contract.vocab import capture_config
 from engine.stages import runtime
 from engine.stages.aot import AotCollector
 from engine.stages.base import Stage
@@ -17,7 +17,10 @@ from engine.stages.inductor import InductorCollector
 
 
 class CaptureStage(Stage):
-    name = "dynamo"
+    """The recorded compile and its first call, then every stage's capture turned into the report: announced as
+    the progress stages dynamo, aot, inductor (each as torch reaches it) and report."""
+
+    name = "capture"
 
     def run(self, job) -> None:
         state = job.state

@@ -25,8 +25,8 @@ import torch
 import torch.utils._pytree as pytree
 
 from contract.compile_id import canonical
+from contract.vocab import CONFIGS
 from engine import logtap
-from engine.report import CONFIGS
 from engine.stages.base import Collector, Stage
 from engine.stages.inductor import kernel_count
 

@@ -1,4 +1,4 @@
-"""Issue 9's compile figures (recompiles, compile ids, compile times, counts) and issue 12's log-reader registry.
+"""The compile figures (recompiles, compile ids, compile times, counts) and the log-reader registry.
 
 Most tests read the logs recorded on an H200 with torch 2.11 (tests/fixtures/traces-h200-torch2.11, no compile
 needed); the rest run fresh jobs on this machine's torch (2.13) with cheap backends, and the seed's shared Inductor
@@ -181,7 +181,7 @@ def test_a_restarted_frames_graph_code_and_breaks_meet(explore):
 
 
 def test_graph_breaks_kernels_under_inductor_meet_their_graphs_and_lines(explore):
-    """The false reading of issue 9: with the frames restarted ("0/0_1"), the kernels (compile ids from the trace)
+    """A false reading once made: with the frames restarted ("0/0_1"), the kernels (compile ids from the trace)
     missed their post-grad graphs (from the compile context), so their nodes and the user's lines were lost."""
     report = explore("graph_break", ["eager", "inductor_default"])
     assert report["status"] == "ok", report["failure"]

@@ -1,5 +1,5 @@
-"""Issue 9, the runtime half: every figure of the ladder is right, or says why it may not be. Real jobs on real
-torch (CPU); each false reading of the issue has a case here that the old ladder got wrong."""
+"""Every figure of the ladder is right, or says why it may not be. Real jobs on real torch (CPU); each false
+reading an earlier ladder made has a case here that it got wrong."""
 
 import contextlib
 import os
