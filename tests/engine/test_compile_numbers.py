@@ -14,11 +14,11 @@ from contract.compile_id import CompileId, canonical, compile_key
 from contract.counts import COUNTS, summarize
 from engine import logtap
 from engine.logtap import LoadedLog, UndeclaredInput, artifacts_read, load_trace_log
+from engine.measure.caches import cache_counts
+from engine.measure.compile_metrics import compile_seconds
 from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the Dynamo readers
 from engine.stages import inductor as inductor_stage
 from engine.stages.dynamo import parse_recompiles
-from engine.stages.runtime import compile_seconds
-from engine.warm import cache_counts
 from tests.engine.conftest import run_code
 from webapp.tabs import aot as aot_view
 from webapp.tabs import dynamo as dynamo_view
@@ -413,7 +413,7 @@ def test_after_the_recorded_compile_only_the_ladders_artifacts_stay_on_and_nothi
     code = """
 import logging, torch
 from engine.logtap import LogTap, artifacts_read
-import engine.stages.runtime, engine.stages.dynamo, engine.stages.inductor
+import engine.stages.runtime.compile_times, engine.stages.runtime.cudagraphs, engine.stages.dynamo, engine.stages.inductor
 from torch._logging._internal import log_registry, log_state
 tap = LogTap(); tap.install(); tap.uninstall_trace()
 foreign = [q for q in log_registry.get_log_qnames() for h in logging.getLogger(q).handlers if h is not tap._handler_artifact]
