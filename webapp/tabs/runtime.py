@@ -346,8 +346,8 @@ def job_timeline_chart(timeline: dict) -> dict | None:
 
 def _phase_label(index: int, phase: dict) -> str:
     config = f" ({phase['config']})" if phase.get("config") else ""
-    ahead = "ahead: " if phase.get("ahead") else ""  # the child started ahead, before the job reached it
-    return f"{'· ' * (phase.get('depth') or 0)}{ahead}{phase['phase']}{config} #{index}"
+    prestart = "prestart: " if phase.get("ahead") else ""  # the prestarted child, before the job reached it
+    return f"{'· ' * (phase.get('depth') or 0)}{prestart}{phase['phase']}{config} #{index}"
 
 
 def kernel_time_chart(kernel_profile: list[dict], limit: int = 20) -> dict | None:
