@@ -570,7 +570,7 @@ def stage_progress(run: Run) -> list[dict]:
 
 
 def progress_steps(run: Run) -> list[dict]:
-    """The job's steps in the order they ran, then those still to come (engine.report.job_plan): each
+    """The job's steps in the order they ran, then those still to come (contract.vocab.job_plan): each
     {stage, config, state, seconds, elapsed_s}. A benchmark is one step per config."""
     steps: list[dict] = []
     for event in run.events:

@@ -1,4 +1,4 @@
-"""Issue 9's compile figures (recompiles, compile ids, compile times, counts) and issue 12's log-reader registry.
+"""The compile figures (recompiles, compile ids, compile times, counts) and the log-reader registry.
 
 Most tests read the logs recorded on an H200 with torch 2.11 (tests/fixtures/traces-h200-torch2.11, no compile
 needed); the rest run fresh jobs on this machine's torch (2.13) with cheap backends, and the seed's shared Inductor
@@ -15,11 +15,11 @@ from contract.counts import COUNTS, summarize
 from contract.report import Aot, Dynamo, Graph, Inductor, Runtime
 from engine import logtap
 from engine.logtap import LoadedLog, UndeclaredInput, artifacts_read, load_trace_log
+from engine.measure.caches import cache_counts
+from engine.measure.compile_metrics import compile_seconds
 from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the Dynamo readers
 from engine.stages import inductor as inductor_stage
 from engine.stages.dynamo import parse_recompiles
-from engine.stages.runtime import compile_seconds
-from engine.warm import cache_counts
 from tests.engine.conftest import run_code
 from webapp.tabs import aot as aot_view
 from webapp.tabs import dynamo as dynamo_view
@@ -181,7 +181,7 @@ def test_a_restarted_frames_graph_code_and_breaks_meet(explore):
 
 
 def test_graph_breaks_kernels_under_inductor_meet_their_graphs_and_lines(explore):
-    """The false reading of issue 9: with the frames restarted ("0/0_1"), the kernels (compile ids from the trace)
+    """A false reading once made: with the frames restarted ("0/0_1"), the kernels (compile ids from the trace)
     missed their post-grad graphs (from the compile context), so their nodes and the user's lines were lost."""
     report = explore("graph_break", ["eager", "inductor_default"])
     assert report["status"] == "ok", report["failure"]
@@ -416,7 +416,7 @@ def test_after_the_recorded_compile_only_the_ladders_artifacts_stay_on_and_nothi
     code = """
 import logging, torch
 from engine.logtap import LogTap, artifacts_read
-import engine.stages.runtime, engine.stages.dynamo, engine.stages.inductor
+import engine.stages.runtime.compile_times, engine.stages.runtime.cudagraphs, engine.stages.dynamo, engine.stages.inductor
 from torch._logging._internal import log_registry, log_state
 tap = LogTap(); tap.install(); tap.uninstall_trace()
 foreign = [q for q in log_registry.get_log_qnames() for h in logging.getLogger(q).handlers if h is not tap._handler_artifact]

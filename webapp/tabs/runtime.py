@@ -435,8 +435,8 @@ def job_timeline_chart(timeline: Timeline) -> dict | None:
 
 def _phase_label(index: int, phase) -> str:
     config = f" ({phase.config})" if phase.config else ""
-    ahead = "ahead: " if phase.ahead else ""  # the child started ahead, before the job reached it
-    return f"{'· ' * phase.depth}{ahead}{phase.phase}{config} #{index}"
+    prestart = "prestart: " if phase.ahead else ""  # the prestarted child, before the job reached it
+    return f"{'· ' * phase.depth}{prestart}{phase.phase}{config} #{index}"
 
 
 def kernel_time_chart(runtime: Runtime, limit: int = 20) -> dict | None:
