@@ -154,7 +154,7 @@ def test_guard_counts_are_torchs_and_the_same_everywhere(recompiling):
     assert recompiling["summary"]["counts"]["guards"] == sum(g["count"] for g in guards)
     rows = dynamo_view.guards_by_compile_id(Dynamo.model_validate(recompiling["dynamo"]))
     assert [r["count"] for r in rows] == [g["count"] for g in guards]
-    assert [r["compile_id"] for r in rows[1]["recompiles"]] == ["0/1"]
+    assert [r.compile_id for r in rows[1]["recompiles"]] == ["0/1"]
 
 
 def test_guard_count_on_the_page_is_torchs_not_a_count_of_lines():

@@ -69,7 +69,9 @@ def test_a_decided_gpu_speedup_is_quoted_with_its_spread_and_cuda_graphs_beside_
     chart = runtime_view.ladder_chart(validate_report(_report("seed_large_gpu")).runtime.benchmarks)
     labels = dict(zip(chart["data"][0]["x"], chart["data"][0]["text"]))
     assert labels["inductor_default"] == "4.07x" and labels["inductor_reduce_overhead"].endswith("CUDA graphs used")
-    assert "used: the compiled graphs were recorded and replayed as CUDA graphs" in html
+    note = html[html.index('id="cudagraphs-inductor_reduce_overhead"') :]
+    assert note.index("the compiled graphs were recorded and replayed as CUDA graphs") < note.index("</p>")
+    assert "CUDA graphs used" in html[html.index('data-config="inductor_reduce_overhead"') :]  # in its row too
 
 
 def test_an_old_report_without_spreads_never_shows_a_bare_speedup(client, db):

@@ -185,7 +185,7 @@ def test_a_tab_reads_only_its_own_sections(client, db, settings):
 
 
 def test_a_failed_run_shows_the_error_at_the_users_line(client, db):
-    code = "import torch\n\ndef f(x):\n    return x.nope()\n"
+    code = "import torch\n\ndef f(x):\n    return x.nope()\n\n\nmodel = f\nexample_inputs = (torch.ones(2),)\n"
     slug = client.post("/api/runs", json={"code": code}).get_json()["id"]
     run = runstore.get_run(db, slug)
     request = {**asdict(JobRequest(code=code)), "configs": ["eager"]}
