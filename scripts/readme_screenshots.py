@@ -24,12 +24,13 @@ from tests.browser.conftest import CHROMIUM, read_sample_report  # noqa: E402
 from tests.support import make_settings, store_sample_report  # noqa: E402
 from webapp import create_app  # noqa: E402
 
-# (file, report, tab, viewport, query, what to wait for)
+# (file, report, tab, viewport, query, what to wait for; the shot starts at its top when it is not the page's)
 SHOTS = (
     ("screenshot-overview.png", "mlp_train", "", (1440, 900), "", "#pipeline"),
     ("screenshot-inductor.png", "seed", "/inductor", (1440, 1180), "", "#inductor-kernels"),
     ("screenshot-present.png", "unrolled48", "/dynamo", (1280, 800), "?present=1", ".graph-card[data-state=ready]"),
 )
+SCROLLED = {"screenshot-present.png"}
 
 
 def main() -> None:
@@ -50,6 +51,8 @@ def main() -> None:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.goto(f"{base}/r/{slugs[name]}{tab}{query}")
             page.locator(ready).first.wait_for(timeout=30_000)
+            if filename in SCROLLED:
+                page.locator(ready).first.evaluate("(element) => element.scrollIntoView()")
             page.wait_for_timeout(500)  # charts and canvases settle
             path = os.path.join(args.out, filename)
             page.screenshot(path=path)

@@ -95,10 +95,10 @@ def test_the_counts_agree_on_every_page_the_export_and_the_api(site, pages, name
             continue
         assert element(source, "graph-count") == str(counts.dynamo_graphs)
         assert element(source, "graph-break-count") == (
-            f"{counts.graph_breaks} graph breaks, {counts.unique_graph_breaks} unique"
+            f"{_plural(counts.graph_breaks, 'graph break')}, {counts.unique_graph_breaks} unique"
         )
-        guards = f", {counts.guards} guards" if counts.guards is not None else ""
-        assert element(source, "guard-count") == f"{counts.recompiles} recompiles{guards}"
+        guards = f", {_plural(counts.guards, 'guard')}" if counts.guards is not None else ""
+        assert element(source, "guard-count") == f"{_plural(counts.recompiles, 'recompile')}{guards}"
     for source in (page["aot"], panel(export, "aot")):
         if "This stage recorded nothing" in source or 'id="not-reached"' in source:
             continue
@@ -107,7 +107,7 @@ def test_the_counts_agree_on_every_page_the_export_and_the_api(site, pages, name
         if "This stage recorded nothing" in source or 'id="not-reached"' in source:
             continue
         assert element(source, "kernel-count") == (
-            f"{counts.generated_kernels} generated kernels, {counts.library_calls} library calls"
+            f"{_plural(counts.generated_kernels, 'generated kernel')}, {_plural(counts.library_calls, 'library call')}"
         )
     # The Overview, on the page and in the export, is one story with the same counts.
     for source in (page["overview"], panel(export, "overview")):
@@ -267,3 +267,23 @@ def test_a_training_rerun_that_cannot_work_names_the_line_and_says_what_to_do(pa
     assert "element 0 of tensors does not require grad" in page
     assert "Run it as inference" in element(page, "error-message")
     assert "line 5" in element(page, "error-line") and "def f(x):" in element(page, "error-line")
+
+
+@pytest.mark.parametrize("name", SAMPLE_REPORTS)
+def test_the_roofline_caption_names_the_ceiling_its_shares_are_of(pages, name):
+    page = pages[name]["inductor"]
+    if 'id="roofline-caption"' not in page:
+        return  # no kernel table
+    caption = element(page, "roofline-caption")
+    table = page[page.index('<table class="records kernels">') : page.index("</table>", page.index("records kernels"))]
+    shares = re.findall(r'<span class="roofline[^"]*"[^>]*>([\d.,]+)%', table)
+    if shares:
+        assert "as a share of" in caption and "no copy bandwidth" not in caption, caption
+    else:
+        assert "no kernel's share of it is shown" in caption or "as a share of" in caption
+    assert not re.search(r">\s*0(\.0+)? [GMk]?B/s", table), "a bandwidth rounded to nothing"
+
+
+def test_a_cpu_runs_roofline_is_against_the_workers_measured_bandwidth(pages):
+    caption = element(pages["seed_busy_cpu"]["inductor"], "roofline-caption")
+    assert "this worker's measured copy bandwidth" in caption

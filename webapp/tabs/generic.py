@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from contract.compile_id import CompileId
-from contract.counts import COUNT_LABELS  # noqa: F401 - the pages' names for the report's counts
+from contract.counts import COUNT_LABELS
 from contract.graphs import functionalization_graphs, graphs_of_tab
 
 # A field the generic renderer draws is put in the page up to this size (its JSON); a bigger one is fetched
@@ -50,6 +50,12 @@ def compile_id_title(text: str | None) -> str:
 
 def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def counted(counts, key: str) -> str:
+    """One of the report's counts with its label: "3 graph breaks", "1 generated kernel" (contract/counts.py)."""
+    n, label = getattr(counts, key), COUNT_LABELS[key]
+    return f"{n} {label[:-1] if n == 1 and label.endswith('s') else label}"
 
 
 def json_size(value) -> int:
