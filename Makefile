@@ -62,10 +62,12 @@ test: install lint lint-js test-js
 test-fast: $(STAMP)
 	PT2SCOPE_ISOLATION=none $(PY) -m pytest -q -m "not (sandbox or services or browser or deploy)" tests
 
-# Python lint and format checks (ruff, pinned in requirements/test.txt; rules in pyproject.toml).
+# Python lint, format and type checks (ruff and mypy, pinned in requirements/test.txt; settings in pyproject.toml:
+# mypy checks contract/, storage/ and webapp/).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # Front end: eslint (eslint.config.js) and the layout/viewer tests under node's test runner (tests/js/, which build
 # their graphs with the venv's Python).

@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import get_type_hints
 
 from pydantic import TypeAdapter
 from sqlalchemy import delete, func, select
@@ -121,7 +122,7 @@ def drop_upload(session: Session, run_id: int) -> None:
 def store_import(session: Session, run_id: int, reports: list[dict]) -> None:
     """Store an import's reports: the first rank in the run itself, every further rank in a run of its own (kind
     "import", parent_id the first run); each report's trace_import.ranks[].id then names the run of that rank."""
-    run = session.get(Run, run_id)
+    run = session.get_one(Run, run_id)
     rank_runs = [run]
     for report in reports[1:]:
         rank_run = Run(
@@ -221,10 +222,10 @@ def queue_position(session: Session, run: Run) -> int | None:
     """1 for the next run its queue will start; None once it is no longer waiting."""
     if run.status != QUEUED:
         return None
-    ahead = session.scalar(
+    before = session.scalar(
         select(func.count()).select_from(Run).where(Run.status == QUEUED, Run.queue == run.queue, Run.id < run.id)
     )
-    return ahead + 1
+    return (before or 0) + 1
 
 
 def claim_run(session: Session, run_id: int, worker_name: str, pid: int) -> Run | None:
@@ -269,7 +270,7 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
     each graph as the viewer reads it and each line's provenance, so pages never build them) and finish the run as
     succeeded or failed. A report that does not validate is not stored: the run fails naming the field it got
     wrong; nor is one larger than ``limit_bytes`` as stored: the run fails with kind "report_limit"."""
-    run = session.get(Run, run_id)
+    run = session.get_one(Run, run_id)
     try:
         report = checked_report(report)
     except ReportError as exc:
@@ -313,7 +314,7 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
 def replace_section(session: Session, run_id: int, name: str, value) -> None:
     """Rewrite one section of a stored report (validated as that section of the contract); nothing when the run
     has no such section (its report was not stored)."""
-    adapter = TypeAdapter(Report.model_fields[name].annotation)  # a model, or a list of them (stages)
+    adapter: TypeAdapter = TypeAdapter(get_type_hints(Report)[name])  # a model, or a list of them (stages)
     value = adapter.dump_python(adapter.validate_python(value))
     section = session.get(ReportSection, (run_id, name))
     if section is not None:
@@ -323,7 +324,7 @@ def replace_section(session: Session, run_id: int, name: str, value) -> None:
 
 def set_engine_seconds(session: Session, run_id: int, report: dict) -> None:
     """The engine's job seconds of a report whose sections were replaced after it was first stored."""
-    session.get(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    session.get_one(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
     session.commit()
 
 
@@ -353,19 +354,19 @@ def _write_report(
     stored (the old rows are deleted all the same). ``filename``: the user's file (default: the report's)."""
     filename = filename or (report.get("source") or {}).get("filename") or "model.py"
     _delete_report(session, run_id)
-    rows, stored_bytes = [], 0
+    rows: list[ReportSection | ReportGraph | ReportPiece] = []
+    stored_bytes = 0
     for position, (name, value) in enumerate(report.items()):
         outline = graphs.section_outline(value)
-        rows.append(
-            ReportSection(
-                run_id=run_id,
-                name=name,
-                position=position,
-                body=_json_text(value),
-                outline=None if outline is None else _json_text(outline),
-            )
+        section = ReportSection(
+            run_id=run_id,
+            name=name,
+            position=position,
+            body=_json_text(value),
+            outline=None if outline is None else _json_text(outline),
         )
-        stored_bytes += len(rows[-1].body) + len(rows[-1].outline or "")
+        rows.append(section)
+        stored_bytes += len(section.body) + len(section.outline or "")
     for graph_id, graph in graphs.report_graphs(report):
         rows.append(
             ReportGraph(run_id=run_id, graph_id=graph_id, body=_json_text(graphs.graph_payload(graph_id, graph)))
@@ -421,7 +422,8 @@ def summarize(report: dict) -> dict:
     """Headline numbers for the Overview and the API, stored on the run so that tab never loads the big sections.
     The counts are the engine's (report["summary"], docs/report-schema.md), never recounted here; a report stored
     before the engine wrote them (summary.counts null) gets them from the same function (contract.counts.summarize)."""
-    counts = report.get("summary") if (report.get("summary") or {}).get("counts") else summarize_counts(report)
+    stored_counts = report.get("summary") or {}
+    counts = stored_counts if stored_counts.get("counts") else summarize_counts(report)
     runtime = report.get("runtime") or {}
     measured = [
         b
@@ -464,7 +466,7 @@ def load_sections(
 
 
 def has_report(session: Session, run: Run) -> bool:
-    return session.scalar(select(func.count()).select_from(ReportSection).where(ReportSection.run_id == run.id)) > 0
+    return bool(session.scalar(select(func.count()).select_from(ReportSection).where(ReportSection.run_id == run.id)))
 
 
 def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
@@ -543,7 +545,7 @@ def stage_progress(run: Run) -> list[dict]:
     failed; skipped when the run ended without starting it, or when the job's configs do not run it) and its seconds. A stage that runs once per config
     (benchmark) is finished only when its last planned run is."""
     steps = progress_steps(run)
-    progress = []
+    progress: list[dict] = []
     for stage in STAGES:
         mine = [step for step in steps if step["stage"] == stage]
         if not mine:  # not part of this job (Inductor for an aot_eager job)
@@ -618,7 +620,7 @@ def store_early_report(session: Session, run_id: int, report: dict, limit_bytes:
     succeeded, readable, but with no engine seconds yet (the job runs on): that is what still_measuring reads.
     False when it was not stored as a success (refused as too large): the final report then decides."""
     store_report(session, run_id, report, limit_bytes)
-    run = session.get(Run, run_id)
+    run = session.get_one(Run, run_id)
     if run.status != SUCCEEDED:
         return False
     run.engine_seconds = None
@@ -757,12 +759,13 @@ def reap_stale_runs(
         query = query.where(Run.id == run_id)
     reaped = []
     for run in session.scalars(query):
-        heartbeat = heartbeats.get(run.worker_name)
-        if run.started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
+        heartbeat = heartbeats.get(run.worker_name or "")
+        started_at = run.started_at or run.created_at  # claim_run sets it with the status: the fallback is earlier
+        if started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
             why = f"the job ran past the hard time limit of {settings.hard_time_limit_s:g} s"
         elif heartbeat is None or heartbeat.last_seen < now - timedelta(seconds=settings.worker_stale_after_s):
             why = f"worker {run.worker_name} stopped responding while running the job"
-        elif heartbeat.started_at > run.started_at:
+        elif heartbeat.started_at > started_at:
             why = f"worker {run.worker_name} restarted while running the job"
         elif run.worker_name == local_worker and run.worker_pid and not _process_exists(run.worker_pid):
             why = f"the worker process (pid {run.worker_pid}) running the job died"

@@ -54,7 +54,7 @@ def init_app(app: Flask, settings: Settings) -> None:
     app.secret_key = settings.secret_key or _instance_secret(settings.instance_path)
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
     if settings.proxy_count:
-        app.wsgi_app = ProxyFix(
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]  # Flask's documented way to wrap its WSGI app
             app.wsgi_app, x_for=settings.proxy_count, x_proto=settings.proxy_count, x_host=settings.proxy_count
         )
     app.jinja_env.globals["csrf_token"] = csrf_token
@@ -110,6 +110,8 @@ def _key() -> bytes:
     from flask import current_app
 
     key = current_app.secret_key
+    if key is None:
+        raise RuntimeError("the app has no secret key (webapp.security.init_app sets one)")
     return key.encode() if isinstance(key, str) else key
 
 

@@ -23,10 +23,11 @@ def create_run():
     submission, errors = validate(
         data, max_code_bytes=settings.max_code_bytes, online_queues=runstore.online_queues(session, settings)
     )
-    if errors:
+    if submission is None:
+        code = data.get("code")
         syntax = (
-            syntax_error(data.get("code"), str(data.get("filename") or "model.py"))
-            if isinstance(data.get("code"), str) and "code" in errors
+            syntax_error(code, str(data.get("filename") or "model.py"))
+            if isinstance(code, str) and "code" in errors
             else None
         )
         return jsonify(errors=errors, **({"syntax_error": syntax} if syntax else {})), 400
