@@ -135,9 +135,19 @@ def _add_security_headers(response):
     return response
 
 
-def _too_large(_error):
-    from webapp.views.traces import UPLOAD_ENDPOINTS, too_large_message
+# The endpoints that take a TORCH_TRACE log (webapp/views/traces.py): the trace size limit is theirs, every other
+# request keeps the app's, which is sized for code.
+UPLOAD_ENDPOINTS = ("traces.import_upload", "api.create_trace_import")
 
+
+def too_large_message() -> str:
+    return (
+        f"The log is larger than {context.settings().max_trace_mb} MiB, the upload limit: gzip it (logs shrink "
+        "about tenfold), or upload fewer ranks."
+    )
+
+
+def _too_large(_error):
     limit_kib = context.settings().max_code_bytes // 1024
     if request.endpoint in UPLOAD_ENDPOINTS:
         message = too_large_message()

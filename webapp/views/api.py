@@ -9,8 +9,13 @@ from storage.models import FINISHED_STATUSES, RUNNING, Run
 from webapp import context, security, story
 from webapp.heavy import heavy_slot
 from webapp.submission import syntax_error, validate
+from webapp.views import diff, traces
 
 bp = Blueprint("api", __name__, url_prefix="/api")
+# JSON routes whose work lives beside their pages (endpoints api.<function>): listed here, so that every route of
+# the API is on this blueprint before it is registered, whatever the order the view modules are imported in.
+bp.add_url_rule("/traces", view_func=traces.create_trace_import, methods=["POST"])
+bp.add_url_rule("/diff/<a>/<b>", view_func=diff.diff_json)
 
 
 @bp.post("/runs")
