@@ -16,17 +16,21 @@ records are counted and sampled, never fatal.
 from __future__ import annotations
 
 import gzip
-import io
 import json
+import lzma
 import os
 import re
 import tarfile
 import zipfile
+from zlib import error as zlib_error
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_BYTES = 2 * 1024**3  # decompressed bytes read in one import
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024**2  # one record's payload; longer ones are cut (and counted)
 MALFORMED_SAMPLES = 20
+# A record nested deeper is not torch's (its deepest, compilation metrics' stacks, nest under 10): every reader
+# after this one may recurse on what it keeps.
+MAX_DEPTH = 64
 _RANK = re.compile(r"rank_(\d+)")
 _GZIP, _ZIP, _BZ2, _XZ = b"\x1f\x8b", b"PK\x03\x04", b"BZh", b"\xfd7zXZ"
 
@@ -81,7 +85,7 @@ class LogFile:
     open: object  # () -> binary stream, decompressed
 
 
-class _Budget:
+class Budget:
     """Bytes read across every file of one upload, checked as they are read."""
 
     def __init__(self, limit: int):
@@ -164,26 +168,99 @@ def _skipped(name: str) -> bool:
     return name.startswith("__MACOSX/") or base.startswith(".") or not base
 
 
-def records(log: LogFile, stats: FileStats, budget: _Budget, limits: Limits):
+# Logs are read in blocks, never by Python's line iterator: a run of blank lines (a newline bomb: 3 GiB of them
+# fit in a 3 MB tar.gz) is skipped in one step, and a line is never held whole past the payload limit.
+READ_BLOCK = 1024**2
+_NON_BLANK = re.compile(rb"[^\n]+")
+
+
+def _lines(stream, budget: Budget, stats: FileStats, name: str, max_line: int):
+    """Yield (line number, text) for each non-blank line of a binary stream, decoded as UTF-8 (bad bytes
+    replaced); a line longer than ``max_line`` bytes is yielded once as (number, None) and never held whole.
+    Every byte read is spent from ``budget`` and counted in ``stats``; blank lines are only counted."""
+    number = 0  # newlines read so far: the next line is number + 1
+    tail, tail_bytes = [], 0  # the unfinished line, in pieces (joined once its newline arrives)
+    skipping = False  # inside an over-long line, already yielded: read on to its newline
+    while True:
+        block = stream.read(READ_BLOCK)
+        if not block:
+            break
+        budget.spend(len(block), name)
+        stats.bytes += len(block)
+        if skipping:
+            newline = block.find(b"\n")
+            if newline < 0:
+                continue
+            block, skipping = block[newline:], False
+        end = block.rfind(b"\n") + 1  # what follows the last newline is an unfinished line
+        if end == 0:
+            tail.append(block)
+            tail_bytes += len(block)
+        else:
+            data = b"".join([*tail, block]) if tail else block
+            end += tail_bytes
+            tail, tail_bytes, last = [], 0, 0
+            for match in _NON_BLANK.finditer(data, 0, end):
+                number += data.count(b"\n", last, match.start())
+                last = match.start()
+                too_long = match.end() - match.start() > max_line
+                yield number + 1, None if too_long else match[0].decode("utf-8", "replace")
+            number += data.count(b"\n", last, end)
+            if end < len(data):
+                tail, tail_bytes = [data[end:]], len(data) - end
+        if tail_bytes > max_line:
+            yield number + 1, None
+            tail, tail_bytes, skipping = [], 0, True
+    if tail:
+        yield number + 1, b"".join(tail).decode("utf-8", "replace")
+    stats.lines = number + (1 if tail or skipping else 0)
+
+
+def nested_deeper_than(value, limit: int) -> bool:
+    """Whether lists and objects nest more than ``limit`` deep (walked level by level: the value is untrusted)."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return True
+
+
+def records(log: LogFile, stats: FileStats, budget: Budget, limits: Limits):
     """Yield each record of one log as (metadata, payload or None): metadata is the record's JSON object, payload
     its tab-indented lines joined (each keeps its newline). Lines that fit no record are counted in ``stats``."""
     meta, payload, payload_bytes, cut = None, None, 0, False
-    stream = io.TextIOWrapper(log.open(), encoding="utf-8", errors="replace", newline="\n")
-    number = 0
+    stream = log.open()
+    number, previous = 0, 0
     try:
-        for number, line in enumerate(stream, 1):
-            budget.spend(len(line), log.name)
-            stats.bytes += len(line)
+        for number, line in _lines(stream, budget, stats, log.name, limits.max_payload_bytes):
+            stats.lines = number  # where a record's reader (engine.traceimport) notes what it could not read
+            if meta is not None and number > previous + 1:  # a blank line ends a record
+                yield meta, "".join(payload) if payload else None
+                meta = None
+            previous = number
+            if line is None:
+                if meta is not None and not cut:  # an over-long payload line: the payload is cut here
+                    cut = True
+                    stats.truncated_payloads += 1
+                elif meta is None:
+                    stats.note_malformed(number, f"a line longer than {limits.max_payload_bytes} bytes", "")
+                continue
             if line.startswith("\t"):
                 if meta is None:
                     stats.note_malformed(number, "payload line without a record before it", line)
                 elif not cut:
-                    payload_bytes += len(line) - 1
+                    payload_bytes += len(line)
                     if payload_bytes > limits.max_payload_bytes:
                         cut = True
                         stats.truncated_payloads += 1
                     else:
-                        payload.append(line[1:])
+                        payload.append(line[1:] + "\n")
                 continue
             if meta is not None:
                 yield meta, "".join(payload) if payload else None
@@ -195,18 +272,21 @@ def records(log: LogFile, stats: FileStats, budget: _Budget, limits: Limits):
                 continue
             try:
                 parsed = json.loads(line[start + 2 :])
-            except ValueError as exc:
-                stats.note_malformed(number, f"the record's JSON does not parse: {exc}", line)
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
+                reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                stats.note_malformed(number, f"the record's JSON does not parse: {reason}", line)
                 continue
             if not isinstance(parsed, dict) or not parsed:
                 stats.note_malformed(number, "the record is not a JSON object with an event", line)
+                continue
+            if nested_deeper_than(parsed, MAX_DEPTH):
+                stats.note_malformed(number, f"the record is nested deeper than {MAX_DEPTH} levels", line)
                 continue
             stats.records += 1
             meta, payload, payload_bytes, cut = parsed, [], 0, False
         if meta is not None:
             yield meta, "".join(payload) if payload else None
-    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as exc:
+    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib_error, lzma.LZMAError) as exc:
         raise TraceLogError(f"{log.name} could not be read to its end (line {number + 1}): {exc}") from None
     finally:
-        stats.lines = number
         stream.close()

@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pydantic import TypeAdapter
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy import text as sql_text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -36,6 +37,7 @@ from storage.models import (
     Run,
     RunEvent,
     TraceUpload,
+    TraceUploadChunk,
     WorkerHeartbeat,
     utcnow,
 )
@@ -99,31 +101,76 @@ def create_run(
     return run
 
 
-def create_import(session: Session, filename: str, body: bytes, client: str | None = None) -> Run:
-    """A run for an uploaded TORCH_TRACE log, with the upload waiting beside it for a worker."""
+UPLOAD_CHUNK_BYTES = 4 * 1024**2
+
+
+class UploadTooLarge(ValueError):
+    pass
+
+
+def create_import(session: Session, filename: str, stream, max_bytes: int, client: str | None = None) -> Run:
+    """A run for an uploaded TORCH_TRACE log, with the upload waiting beside it for a worker: read from the binary
+    ``stream`` and stored a chunk at a time (never whole in memory). Raises UploadTooLarge past ``max_bytes``, and
+    ValueError for an empty upload; nothing is stored then."""
     run = Run(kind=IMPORT, code="", filename=filename, device="cpu", train=None, configs=[], queue="cpu", client=client)
     session.add(run)
     session.flush()
-    session.add(TraceUpload(run_id=run.id, filename=filename, size=len(body), body=body))
+    size, seq = 0, 0
+    while chunk := stream.read(UPLOAD_CHUNK_BYTES):
+        size += len(chunk)
+        if size > max_bytes:
+            session.rollback()
+            raise UploadTooLarge(f"larger than {max_bytes} bytes")
+        # A core insert: an ORM object would keep every chunk in the session until the commit.
+        session.execute(insert(TraceUploadChunk).values(run_id=run.id, seq=seq, data=chunk))
+        seq += 1
+        del chunk
+    if size == 0:
+        session.rollback()
+        raise ValueError("empty upload")
+    session.add(TraceUpload(run_id=run.id, filename=filename, size=size, body=None))
     session.commit()
     return run
 
 
-def take_upload(session: Session, run_id: int) -> TraceUpload | None:
-    return session.get(TraceUpload, run_id)
+def write_upload(session: Session, run_id: int, path: str) -> TraceUpload | None:
+    """Write a waiting upload's bytes to ``path``, a chunk at a time; its TraceUpload row (None: it is gone)."""
+    upload = session.get(TraceUpload, run_id)
+    if upload is None:
+        return None
+    with open(path, "wb") as f:
+        if upload.body is not None:  # stored before uploads were chunked
+            f.write(upload.body)
+        seq = 0
+        while (data := _upload_chunk(session, run_id, seq)) is not None:
+            f.write(data)
+            seq += 1
+            del data
+    session.expunge(upload)
+    return upload
+
+
+def _upload_chunk(session: Session, run_id: int, seq: int) -> bytes | None:
+    return session.execute(
+        select(TraceUploadChunk.data).where(TraceUploadChunk.run_id == run_id, TraceUploadChunk.seq == seq)
+    ).scalar()
 
 
 def drop_upload(session: Session, run_id: int) -> None:
+    session.execute(delete(TraceUploadChunk).where(TraceUploadChunk.run_id == run_id))
     session.execute(delete(TraceUpload).where(TraceUpload.run_id == run_id))
     session.commit()
 
 
-def store_import(session: Session, run_id: int, reports: list[dict]) -> None:
-    """Store an import's reports: the first rank in the run itself, every further rank in a run of its own (kind
-    "import", parent_id the first run); each report's trace_import.ranks[].id then names the run of that rank."""
+def store_import(session: Session, run_id: int, first: dict, further: Iterable[dict] = ()) -> None:
+    """Store an import's reports: the first rank's in the run itself, each further rank's in a run of its own (kind
+    "import", parent_id the first run), one report at a time (``further`` may read each as it is asked for). The
+    first rank's report lists every rank, a further rank's the first rank and itself (engine.traceimport); each
+    listed rank's ``id`` then names the run of that rank."""
     run = session.get(Run, run_id)
+    ranks = first["trace_import"]["ranks"]
     rank_runs = [run]
-    for report in reports[1:]:
+    for info in ranks[1:]:
         rank_run = Run(
             kind=IMPORT,
             code="",
@@ -135,20 +182,34 @@ def store_import(session: Session, run_id: int, reports: list[dict]) -> None:
             client=None,
             parent_id=run.id,
             status=RUNNING,
-            rank=report["trace_import"]["rank"],
+            rank=info["rank"],
             started_at=run.started_at,
         )
         session.add(rank_run)
         rank_runs.append(rank_run)
-    run.rank = reports[0]["trace_import"]["rank"] if reports else None
+    run.rank = first["trace_import"]["rank"]
     session.commit()  # the ranks' runs (and their ids) exist before any report is stored
-    for report in reports:
-        for info, rank_run in zip(report["trace_import"]["ranks"], rank_runs):
-            info["id"] = rank_run.slug
-    for report, rank_run in zip(reports[1:], rank_runs[1:]):
+    for info, rank_run in zip(ranks, rank_runs):
+        info["id"] = rank_run.slug
+    for rank_run, report in zip(rank_runs[1:], further):
+        own = report["trace_import"]["ranks"]
+        own[0]["id"], own[-1]["id"] = run.slug, rank_run.slug
         store_report(session, rank_run.id, report)
-    session.execute(delete(TraceUpload).where(TraceUpload.run_id == run_id))
-    store_report(session, run_id, reports[0])
+        session.expire_all()  # nothing of this rank's report stays in the session
+    drop_upload(session, run_id)
+    store_report(session, run_id, first)
+
+
+def import_ranks(session: Session, run: Run, trace_import: dict) -> dict:
+    """An imported run's trace_import section with every rank of its upload: a further rank's report lists only
+    the first rank and itself (store_import), so the list and the differing ranks come from the first rank's run."""
+    if run.parent_id is None:
+        return trace_import
+    parent = session.get(Run, run.parent_id)
+    first = load_sections(session, parent, ["trace_import"]).get("trace_import") if parent else None
+    if not first:
+        return trace_import
+    return {**trace_import, "ranks": first["ranks"], "differing_ranks": first["differing_ranks"]}
 
 
 # The software whose versions decide what a job measures: torch, Triton, Python on the worker, and this report

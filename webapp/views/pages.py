@@ -169,6 +169,8 @@ def report(slug: str, tab: str):
         if finished and run.kind == IMPORT
         else None
     )
+    if trace_import:  # a further rank's report lists only the first rank and itself
+        trace_import = runstore.import_ranks(session, run, trace_import)
     states = story.stage_states(progress, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
