@@ -142,9 +142,7 @@ class ImportedReports:
         return report
 
 
-def run_import(
-    log_path: str, out_dir: str, display_name: str, limits: ImportLimits | None = None
-) -> ImportedReports:
+def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLimits | None = None) -> ImportedReports:
     """Worker side: import in a limited child; its reports, read back one at a time (raises ImportFailed)."""
     limits = limits or ImportLimits()
     os.makedirs(out_dir, exist_ok=True)

@@ -31,13 +31,13 @@ from engine.stages.inductor import estimate_kernel_bytes, group_output_code, lib
 from engine.stages.runtime import _metrics_summary, compile_seconds, timeline
 from engine.tracelog import (
     MAX_DEPTH,
+    Budget,
     FileStats,
     Limits,
     LogFile,
     TraceLogError,
-    Budget,
-    nested_deeper_than,
     log_files,
+    nested_deeper_than,
     records,
 )
 

@@ -22,8 +22,8 @@ import os
 import re
 import tarfile
 import zipfile
-from zlib import error as zlib_error
 from dataclasses import dataclass, field
+from zlib import error as zlib_error
 
 DEFAULT_MAX_BYTES = 2 * 1024**3  # decompressed bytes read in one import
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024**2  # one record's payload; longer ones are cut (and counted)
