@@ -53,6 +53,9 @@ class Run(Base):
     # Who runs it: the reaper fails the run when this worker stops beating or this process is gone.
     worker_name: Mapped[str | None] = mapped_column(String(255))
     worker_pid: Mapped[int | None]
+    # When the worker was done with it (report and every figure after it stored): started_at to this is the time
+    # a job holds a worker, which the queue's wait estimate reads (storage.progress).
+    released_at: Mapped[datetime | None]
 
     error_stage: Mapped[str | None] = mapped_column(String(32))
     error_kind: Mapped[str | None] = mapped_column(String(64))

@@ -15,6 +15,7 @@ from contract.vocab import new_error_id
 from engine.importjob import ImportFailed, ImportLimits, run_import, start_spare
 from storage import runstore
 from storage.db import session_factory
+from storage.models import IMPORT, Run
 from storage.queue import IMPORT_TASK
 from workers.celery_app import celery
 
@@ -26,10 +27,12 @@ def import_trace(self, run_id: int) -> None:
     settings = self.app.conf.pt2scope_settings
     sessions = session_factory(settings.database_url)
     with sessions() as session:
-        run = runstore.claim_run(session, run_id, self.request.hostname, os.getpid())
+        own = session.get(Run, run_id)  # the fairest queued import, not necessarily this message's (fair_order)
+        run = own and runstore.claim_next(session, own.queue, IMPORT, self.request.hostname, os.getpid())
         if run is None:
-            log.info("import %s is not queued any more (redelivered or reaped): skipped", run_id)
+            log.info("no import is queued any more (redelivered or reaped): message for %s skipped", run_id)
             return
+        run_id = run.id
         job_dir = os.path.join(settings.jobs_path, run.slug)
         os.makedirs(job_dir, exist_ok=True)
         log_path = os.path.join(job_dir, "upload")
@@ -72,4 +75,5 @@ def import_trace(self, run_id: int) -> None:
             return
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)
+        runstore.release_run(session, run_id)
     start_spare(limits)  # the next upload's child loads torch now, while this worker waits

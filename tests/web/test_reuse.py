@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from storage import runstore
+from storage import progress, runstore
 from storage.config import PROJECT_ROOT
 from tests.support import SEED, form_token
 
@@ -48,7 +48,7 @@ def test_an_identical_submission_is_answered_by_the_stored_run_in_under_a_second
     assert took < 1.0, took
     run = runstore.get_run(db, slug)
     assert body["measured"] == {
-        "at": runstore.iso(run.finished_at),
+        "at": progress.iso(run.finished_at),
         "worker": "w1@host",
         "device_name": run.environment["device_name"],
         "status": "succeeded",
@@ -101,7 +101,7 @@ def test_the_page_says_when_and_where_the_reused_report_was_measured_and_offers_
     assert again.status_code == 303 and again.headers["Location"].endswith(f"/r/{slug}?reused=1")
     html = client.get(again.headers["Location"]).get_data(as_text=True)
     run = runstore.get_run(db, slug)
-    assert 'id="reused"' in html and f'id="measured-at">{runstore.iso(run.finished_at)}<' in html
+    assert 'id="reused"' in html and f'id="measured-at">{progress.iso(run.finished_at)}<' in html
     assert 'id="measured-worker">w1@host<' in html
     fresh_form = re.search(r'<form method="post" action="/" id="fresh-run">(.*?)</form>', html, re.S).group(1)
     fields = re.findall(r'name="(\w+)" value="([^"]*)"', fresh_form)
