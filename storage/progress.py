@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from contract.vocab import STAGES, job_plan
+from storage.config import Settings
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, SUCCEEDED, Run, utcnow
 
 # The stages whose steps end before the report is readable; after it, the warm compile (runtime.compile_cache).
@@ -232,7 +233,7 @@ def running_left(run: Run, history: History | None, now: datetime | None = None)
     return max(history.job_seconds - ((now or utcnow()) - run.started_at).total_seconds(), 0.0)
 
 
-def job_runs_on(run: Run, time_limit_s: float) -> bool:
+def job_runs_on(run: Run, settings: Settings) -> bool:
     """Whether the run's job may still be running: the run is, or its report was stored before the warm compile
     (runstore.store_early_report) and the final report has not filled it in, within the job's time limit since
     (a worker lost meanwhile never completes it; the report stays as stored)."""
@@ -240,13 +241,13 @@ def job_runs_on(run: Run, time_limit_s: float) -> bool:
         return True
     if run.status != SUCCEEDED or run.kind == IMPORT or run.engine_seconds is not None or run.finished_at is None:
         return False
-    return utcnow() - run.finished_at <= timedelta(seconds=time_limit_s)
+    return utcnow() - run.finished_at <= timedelta(seconds=settings.job_limits()["time_limit_s"])
 
 
-def still_measuring(run: Run, steps: list[dict], time_limit_s: float) -> list[dict]:
+def still_measuring(run: Run, steps: list[dict], settings: Settings) -> list[dict]:
     """The warm compile of a run whose report was stored before it, until the final report has filled it in: the
     pages say so and reload then."""
-    if run.status != SUCCEEDED or not job_runs_on(run, time_limit_s):
+    if run.status != SUCCEEDED or not job_runs_on(run, settings):
         return []
     return [step for step in steps if step["stage"] in AFTER_REPORT]
 

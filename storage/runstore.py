@@ -29,6 +29,7 @@ from storage.config import Settings
 from storage.models import (
     FAILED,
     IMPORT,
+    JOB,
     QUEUED,
     RUNNING,
     SUCCEEDED,
@@ -282,16 +283,26 @@ def get_run(session: Session, slug: str) -> Run | None:
 def fair_order(session: Session, queue: str, kind: str | None = None) -> list[Run]:
     """The queued runs of a queue (of one kind: jobs and imports are claimed by their own tasks) in the order the
     workers start them: round-robin across clients, so one client's many runs never hold back another's. A run's
-    round is how many runs its client has running, or queued before it; the rounds run in turn, each in the order
-    of submission (a classroom's single runs go before one student's fifth)."""
-    query = select(Run).where(Run.status == QUEUED, Run.queue == queue)
-    if kind is not None:
-        query = query.where(Run.kind == kind)
-    running = Counter(
-        session.scalars(select(Run.client).where(Run.status == RUNNING, Run.queue == queue, Run.kind != IMPORT))
+    round is how many runs its client has had served while the queue was waiting (running, or started or released
+    since the oldest queued run was submitted) or queued before it; the rounds run in turn, each in the order of
+    submission (a classroom's single runs go before one student's fifth)."""
+    kinds = (kind,) if kind is not None else (JOB, IMPORT)
+    waiting = list(
+        session.scalars(
+            select(Run).where(Run.status == QUEUED, Run.queue == queue, Run.kind.in_(kinds)).order_by(Run.id)
+        )
     )
-    rounds, keyed = Counter(running), []
-    for run in session.scalars(query.order_by(Run.id)):
+    if not waiting:
+        return []
+    oldest = waiting[0].created_at
+    served = select(Run.client).where(
+        Run.queue == queue,
+        Run.kind.in_(kinds),
+        Run.status != QUEUED,
+        (Run.status == RUNNING) | (Run.started_at >= oldest) | (Run.released_at >= oldest),
+    )
+    rounds, keyed = Counter(session.scalars(served)), []
+    for run in waiting:
         keyed.append(((rounds[run.client], run.id), run))
         rounds[run.client] += 1
     return [run for _, run in sorted(keyed, key=lambda pair: pair[0])]

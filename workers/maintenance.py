@@ -86,7 +86,7 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
             if slug is None and _ahead_owner_alive(name):  # a child started ahead, waiting for its job
                 continue
             run = runstore.get_run(session, slug or name)
-            if run is None or not progress.job_runs_on(run, settings.job_limits()["time_limit_s"]):
+            if run is None or not progress.job_runs_on(run, settings):
                 folder = os.path.join(settings.jobs_path, name)
                 sandbox.kill_processes_of_job_dir(folder)  # a job whose worker died may still run
                 sandbox.remove_job_dir(folder)

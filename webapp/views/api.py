@@ -143,7 +143,7 @@ def status_of(run: Run) -> dict:
         "steps": steps,
         "current": progress.current_step(steps),
         # Steps under way after the report was stored (the warm compile): the report page reloads when they end.
-        "still_measuring": progress.still_measuring(run, steps, context.settings().job_limits()["time_limit_s"]),
+        "still_measuring": progress.still_measuring(run, steps, context.settings()),
         "time_left_s": runstore.time_left(session, run, steps),
         "tabs_ready": sorted(story.tabs_ready(stages, run.status, error, runstore.has_report(session, run))),
         "messages": progress.messages(run),

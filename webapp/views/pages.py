@@ -188,7 +188,7 @@ def report(slug: str, tab: str):
         steps=steps,
         current=progress.current_step(steps),
         time_left=runstore.time_left(session, run, steps),
-        still_measuring=progress.still_measuring(run, steps, context.settings().job_limits()["time_limit_s"]),
+        still_measuring=progress.still_measuring(run, steps, context.settings()),
         queue=runstore.queue_estimate(session, context.settings(), run),
         error=error,
         messages=progress.messages(run),
