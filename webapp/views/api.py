@@ -136,6 +136,8 @@ def status_of(run: Run) -> dict:
         "created_at": progress.iso(run.created_at),
         "started_at": progress.iso(run.started_at),
         "finished_at": progress.iso(run.finished_at),
+        # When the worker was done with it (the report and every figure after it stored).
+        "released_at": progress.iso(run.released_at),
         "stages": stages,
         # The steps in the order they run (a benchmark per config), those to come included; the one running now;
         # the seconds until the report is readable, measured against the queue's recent runs (storage.progress);
