@@ -168,16 +168,20 @@ def _skipped(name: str) -> bool:
     return name.startswith("__MACOSX/") or base.startswith(".") or not base
 
 
-# Logs are read in blocks, never by Python's line iterator: a run of blank lines (a newline bomb: 3 GiB of them
-# fit in a 3 MB tar.gz) is skipped in one step, and a line is never held whole past the payload limit.
+# Logs are read in blocks, never by Python's line iterator: a record's payload lines are taken as one run (a
+# million payload lines cost a hundred thousand steps, not a million), a run of blank lines (a newline bomb: 3 GiB of
+# them fit in a 3 MB tar.gz) is skipped in one step, and a line is never held whole past the payload limit.
 READ_BLOCK = 1024**2
-_NON_BLANK = re.compile(rb"[^\n]+")
+# One item of a block: a run of payload lines (tab-indented), one other line, or a run of blank lines.
+_ITEM = re.compile(rb"(?P<payload>(?:\t[^\n]*\n)+)|(?P<line>[^\t\n][^\n]*)\n|(?P<blank>\n+)")
+LINE, PAYLOAD, BLANK, LONG = "line", "payload", "blank", "long"
 
 
-def _lines(stream, budget: Budget, stats: FileStats, name: str, max_line: int):
-    """Yield (line number, text) for each non-blank line of a binary stream, decoded as UTF-8 (bad bytes
-    replaced); a line longer than ``max_line`` bytes is yielded once as (number, None) and never held whole.
-    Every byte read is spent from ``budget`` and counted in ``stats``; blank lines are only counted."""
+def _items(stream, budget: Budget, stats: FileStats, name: str, max_line: int):
+    """Yield (line number, kind, value) for the lines of a binary stream, in order: LINE (value: the line's text,
+    decoded as UTF-8 with bad bytes replaced), PAYLOAD (value: consecutive tab-indented lines as bytes, each ending
+    in its newline), BLANK (one or more blank lines) or LONG (a line longer than ``max_line`` bytes, never held
+    whole; value None). Every byte read is spent from ``budget`` and counted in ``stats``."""
     number = 0  # newlines read so far: the next line is number + 1
     tail, tail_bytes = [], 0  # the unfinished line, in pieces (joined once its newline arrives)
     skipping = False  # inside an over-long line, already yielded: read on to its newline
@@ -191,7 +195,8 @@ def _lines(stream, budget: Budget, stats: FileStats, name: str, max_line: int):
             newline = block.find(b"\n")
             if newline < 0:
                 continue
-            block, skipping = block[newline:], False
+            block, skipping = block[newline + 1 :], False
+            number += 1
         end = block.rfind(b"\n") + 1  # what follows the last newline is an unfinished line
         if end == 0:
             tail.append(block)
@@ -199,21 +204,63 @@ def _lines(stream, budget: Budget, stats: FileStats, name: str, max_line: int):
         else:
             data = b"".join([*tail, block]) if tail else block
             end += tail_bytes
-            tail, tail_bytes, last = [], 0, 0
-            for match in _NON_BLANK.finditer(data, 0, end):
-                number += data.count(b"\n", last, match.start())
-                last = match.start()
-                too_long = match.end() - match.start() > max_line
-                yield number + 1, None if too_long else match[0].decode("utf-8", "replace")
-            number += data.count(b"\n", last, end)
+            tail, tail_bytes = [], 0
+            for match in _ITEM.finditer(data, 0, end):
+                kind = match.lastgroup
+                start, stop = match.span()
+                if kind == LINE:
+                    if stop - start - 1 > max_line:
+                        yield number + 1, LONG, None
+                    else:
+                        yield number + 1, LINE, data[start : stop - 1].decode("utf-8", "replace")
+                    number += 1
+                else:
+                    yield number + 1, kind, data[start:stop] if kind == PAYLOAD else None
+                    number += data.count(b"\n", start, stop)
             if end < len(data):
                 tail, tail_bytes = [data[end:]], len(data) - end
         if tail_bytes > max_line:
-            yield number + 1, None
+            yield number + 1, LONG, None
             tail, tail_bytes, skipping = [], 0, True
     if tail:
-        yield number + 1, b"".join(tail).decode("utf-8", "replace")
+        last = b"".join(tail)
+        if last.startswith(b"\t"):
+            yield number + 1, PAYLOAD, last + b"\n"
+        else:
+            yield number + 1, LINE, last.decode("utf-8", "replace")
     stats.lines = number + (1 if tail or skipping else 0)
+
+
+def _payload_text(runs: list[bytes]) -> str | None:
+    """A record's payload lines (runs of tab-indented lines) as one text without the tabs."""
+    if not runs:
+        return None
+    joined = b"".join(runs)
+    return joined[1:].replace(b"\n\t", b"\n").decode("utf-8", "replace")
+
+
+def _record(line: str, number: int, stats: FileStats) -> dict | None:
+    """The JSON object of a record's line (after its glog prefix), or None with the reason counted in ``stats``."""
+    start = line.find("] {")
+    if start < 0:
+        if line.strip():
+            stats.note_malformed(number, "not a structured-trace record (no '] {' after the log prefix)", line)
+        return None
+    text = line[start + 2 :]
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        stats.note_malformed(number, f"the record's JSON does not parse: {reason}", line)
+        return None
+    if not isinstance(parsed, dict) or not parsed:
+        stats.note_malformed(number, "the record is not a JSON object with an event", line)
+        return None
+    # Fewer opening brackets than the limit cannot nest past it: most records are not walked.
+    if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(parsed, MAX_DEPTH):
+        stats.note_malformed(number, f"the record is nested deeper than {MAX_DEPTH} levels", line)
+        return None
+    return parsed
 
 
 def nested_deeper_than(value, limit: int) -> bool:
@@ -233,59 +280,45 @@ def nested_deeper_than(value, limit: int) -> bool:
 
 def records(log: LogFile, stats: FileStats, budget: Budget, limits: Limits):
     """Yield each record of one log as (metadata, payload or None): metadata is the record's JSON object, payload
-    its tab-indented lines joined (each keeps its newline). Lines that fit no record are counted in ``stats``."""
+    its tab-indented lines joined without their tabs (each keeps its newline); a blank line ends a record. Lines
+    that fit no record are counted in ``stats``."""
     meta, payload, payload_bytes, cut = None, None, 0, False
     stream = log.open()
-    number, previous = 0, 0
+    number = 0
     try:
-        for number, line in _lines(stream, budget, stats, log.name, limits.max_payload_bytes):
+        for number, kind, value in _items(stream, budget, stats, log.name, limits.max_payload_bytes):
             stats.lines = number  # where a record's reader (engine.traceimport) notes what it could not read
-            if meta is not None and number > previous + 1:  # a blank line ends a record
-                yield meta, "".join(payload) if payload else None
-                meta = None
-            previous = number
-            if line is None:
-                if meta is not None and not cut:  # an over-long payload line: the payload is cut here
+            if kind == PAYLOAD:
+                if meta is None:
+                    stats.note_malformed(
+                        number, "payload line without a record before it", value[:300].decode("utf-8", "replace")
+                    )
+                elif not cut:
+                    room = limits.max_payload_bytes - payload_bytes
+                    if len(value) > room:  # cut at the last whole line that fits
+                        value, cut = value[: value.rfind(b"\n", 0, room) + 1], True
+                        stats.truncated_payloads += 1
+                    payload_bytes += len(value)
+                    payload.append(value)
+                continue
+            if kind == LONG and meta is not None:  # an over-long payload line: the payload is cut here
+                if not cut:
                     cut = True
                     stats.truncated_payloads += 1
-                elif meta is None:
-                    stats.note_malformed(number, f"a line longer than {limits.max_payload_bytes} bytes", "")
-                continue
-            if line.startswith("\t"):
-                if meta is None:
-                    stats.note_malformed(number, "payload line without a record before it", line)
-                elif not cut:
-                    payload_bytes += len(line)
-                    if payload_bytes > limits.max_payload_bytes:
-                        cut = True
-                        stats.truncated_payloads += 1
-                    else:
-                        payload.append(line[1:] + "\n")
                 continue
             if meta is not None:
-                yield meta, "".join(payload) if payload else None
+                yield meta, _payload_text(payload)
                 meta = None
-            start = line.find("] {")
-            if start < 0:
-                if line.strip():
-                    stats.note_malformed(number, "not a structured-trace record (no '] {' after the log prefix)", line)
+            if kind == LONG:
+                stats.note_malformed(number, f"a line longer than {limits.max_payload_bytes} bytes", "")
+            if kind != LINE:
                 continue
-            try:
-                parsed = json.loads(line[start + 2 :])
-            except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
-                reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-                stats.note_malformed(number, f"the record's JSON does not parse: {reason}", line)
-                continue
-            if not isinstance(parsed, dict) or not parsed:
-                stats.note_malformed(number, "the record is not a JSON object with an event", line)
-                continue
-            if nested_deeper_than(parsed, MAX_DEPTH):
-                stats.note_malformed(number, f"the record is nested deeper than {MAX_DEPTH} levels", line)
-                continue
-            stats.records += 1
-            meta, payload, payload_bytes, cut = parsed, [], 0, False
+            parsed = _record(value, number, stats)
+            if parsed is not None:
+                stats.records += 1
+                meta, payload, payload_bytes, cut = parsed, [], 0, False
         if meta is not None:
-            yield meta, "".join(payload) if payload else None
+            yield meta, _payload_text(payload)
     except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib_error, lzma.LZMAError) as exc:
         raise TraceLogError(f"{log.name} could not be read to its end (line {number + 1}): {exc}") from None
     finally:
