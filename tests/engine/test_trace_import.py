@@ -251,15 +251,15 @@ def test_limits_and_garbage_give_clear_errors(tmp_path):
 
 def test_worker_side_import_runs_in_a_limited_child(tmp_path):
     reports = run_import(recorded("recompile"), str(tmp_path / "out"), "recompile.trace.log")
-    assert len(reports) == 1 and len(reports[0]["dynamo"]["recompiles"]) == 2
-    assert reports[0]["trace_import"]["source"] == "recompile.trace.log"
+    assert len(reports) == 1 and len(reports.first["dynamo"]["recompiles"]) == 2
+    assert reports.first["trace_import"]["source"] == "recompile.trace.log"
     # The next import's child, started ahead (it loads torch while no upload waits), is the one used.
     importjob.start_spare(ImportLimits())
     spare = importjob._spare[ImportLimits()]
     assert spare.poll() is None
     again = run_import(recorded("seed_default"), str(tmp_path / "again"), "seed.log")
     assert spare.poll() == 0 and ImportLimits() not in importjob._spare
-    assert again[0]["inductor"]["kernels"][0]["name"] == "triton_poi_fused_add_cos_mul_sin_tanh_0"
+    assert again.first["inductor"]["kernels"][0]["name"] == "triton_poi_fused_add_cos_mul_sin_tanh_0"
     bad = tmp_path / "bad.log"
     bad.write_text("hello\n")
     with pytest.raises(ImportFailed) as failed:
@@ -284,7 +284,7 @@ def test_cli_import_writes_one_report_per_rank(tmp_path):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert sorted(os.listdir(out)) == ["report.json", "report.rank1.json"]
+    assert sorted(os.listdir(out)) == ["report.json", "report.rank1.json", "reports.json"]
     assert json.loads((out / "report.rank1.json").read_text())["trace_import"]["rank"] == 1
     assert "generated kernels" in done.stdout
 
