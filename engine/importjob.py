@@ -31,6 +31,7 @@ class ImportLimits:
     time_limit_s: float = 300.0
     memory_limit_mb: int = 6144  # address space: torch's import alone reserves about 1.5 GiB of it
     max_log_mb: int = 2048  # decompressed bytes read
+    max_ranks: int = 1024  # logs in one upload (engine.tracelog.DEFAULT_MAX_RANKS)
     output_limit_mb: int = 1024  # the largest report file
 
 
@@ -153,6 +154,7 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
             "out": os.path.abspath(out_dir),
             "name": display_name,
             "max_mb": limits.max_log_mb,
+            "max_ranks": limits.max_ranks,
         }
     )
     try:

@@ -502,7 +502,7 @@ def import_ranks(path: str, display_name: str | None = None, limits: Limits | No
     limits = limits or Limits()
     budget = Budget(limits.max_bytes)
     first, ranks_info, differing, lines, any_records = None, [], [], 0, False
-    for index, log in enumerate(log_files(path, display_name)):
+    for index, log in enumerate(log_files(path, display_name, limits.max_ranks)):
         rank_log = read_rank(log, budget, limits)
         lines += rank_log.stats.lines
         any_records = any_records or rank_log.stats.records > 0
@@ -587,12 +587,13 @@ def write_import(log_path: str, out_dir: str, display_name: str, limits: Limits 
 
 def main() -> int:
     """The child engine/importjob.py starts: this module (and torch) load first, then one job is read from stdin as
-    JSON {log, out, name, max_mb}; started ahead of the upload it will read, so the upload does not wait for it."""
+    JSON {log, out, name, max_mb, max_ranks}; started ahead of the upload it will read, so the upload does not wait for it."""
     line = sys.stdin.readline()
     if not line.strip():
         return 0  # the parent went away without a job for this child
     job = json.loads(line)
-    write_import(job["log"], job["out"], job["name"], Limits(max_bytes=int(job["max_mb"] * 1024**2)))
+    limits = Limits(max_bytes=int(job["max_mb"] * 1024**2), max_ranks=int(job["max_ranks"]))
+    write_import(job["log"], job["out"], job["name"], limits)
     return 0
 
 

@@ -27,6 +27,9 @@ from zlib import error as zlib_error
 
 DEFAULT_MAX_BYTES = 2 * 1024**3  # decompressed bytes read in one import
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024**2  # one record's payload; longer ones are cut (and counted)
+# Logs in one upload: each becomes a run with a report of its own (about 0.1 s each to import and store here), and
+# one upload counts as one submission.
+DEFAULT_MAX_RANKS = 1024
 MALFORMED_SAMPLES = 20
 # A record nested deeper is not torch's (its deepest, compilation metrics' stacks, nest under 10): every reader
 # after this one may recurse on what it keeps.
@@ -43,6 +46,7 @@ class TraceLogError(ValueError):
 class Limits:
     max_bytes: int = DEFAULT_MAX_BYTES
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    max_ranks: int = DEFAULT_MAX_RANKS
 
 
 @dataclass
@@ -122,8 +126,9 @@ def _rank_of(name: str) -> int | None:
     return int(match[1]) if match else None
 
 
-def log_files(path: str, display_name: str | None = None) -> list[LogFile]:
-    """The logs in an upload, by rank (files without a rank in their name keep their order, after the ranked)."""
+def log_files(path: str, display_name: str | None = None, max_ranks: int = DEFAULT_MAX_RANKS) -> list[LogFile]:
+    """The logs in an upload, by rank (files without a rank in their name keep their order, after the ranked); at
+    most ``max_ranks`` of them."""
     display_name = display_name or os.path.basename(path)
     kind = _kind(path)
     if kind == "log":
@@ -151,6 +156,11 @@ def log_files(path: str, display_name: str | None = None) -> list[LogFile]:
             files.append(LogFile(member.name, _rank_of(member.name), lambda member=member: archive.extractfile(member)))
     if not files:
         raise TraceLogError("the archive holds no file: zip or tar one folder with one log per rank")
+    if len(files) > max_ranks:
+        raise TraceLogError(
+            f"the archive holds {len(files)} logs, more than the import limit of {max_ranks} ranks: upload the "
+            "ranks you want to compare (a few usually show whether ranks compile alike)"
+        )
     folders = {os.path.dirname(f.name) for f in files}
     if len(folders) > 1:
         raise TraceLogError(

@@ -46,7 +46,11 @@ def import_trace(self, run_id: int) -> None:
         runstore.record_event(
             session, run_id, {"event": "stage", "stage": "load", "state": "started", "elapsed_s": 0.0}
         )
-        limits = ImportLimits(time_limit_s=settings.job_time_limit_s, max_log_mb=settings.max_trace_expanded_mb)
+        limits = ImportLimits(
+            time_limit_s=settings.job_time_limit_s,
+            max_log_mb=settings.max_trace_expanded_mb,
+            max_ranks=settings.max_trace_ranks,
+        )
         try:
             reports = run_import(log_path, os.path.join(job_dir, "out"), filename, limits)
             seconds = round(time.monotonic() - started, 3)

@@ -247,6 +247,12 @@ def test_limits_and_garbage_give_clear_errors(tmp_path):
         z.writestr("b/y.log", "y")
     with pytest.raises(TraceLogError, match="2 folders"):
         import_trace(str(two_folders))
+    three = tmp_path / "three.zip"
+    with zipfile.ZipFile(three, "w") as z:
+        for rank in range(3):
+            z.write(recorded("seed_default"), f"t/dedicated_log_torch_trace_rank_{rank}_x.log")
+    with pytest.raises(TraceLogError, match="holds 3 logs, more than the import limit of 2 ranks"):
+        import_trace(str(three), limits=Limits(max_ranks=2))
 
 
 def test_worker_side_import_runs_in_a_limited_child(tmp_path):
