@@ -13,9 +13,9 @@ the plain script then runs on the GPU.
 
 ``--env NAME=VALUE`` (repeatable) starts a second instance beside the first with those settings, and each round
 submits to both and runs the script, so all of them see the same load. ``--compare`` is ``--env
-PT2SCOPE_PRESTART=0``: the default worker starts the next job's sandboxed child ahead, the second does not. After
-each job the bench waits ``--settle`` seconds, so whatever a worker does after a job (starting the next child
-ahead: its imports) does not overlap the next measurement. With two instances a last table puts them side by side.
+PT2SCOPE_PRESTART=0``: the default worker prestarts the next job's sandboxed child, the second does not. After
+each job the bench waits ``--settle`` seconds, so whatever a worker does after a job (prestarting the next child:
+its imports) does not overlap the next measurement. With two instances a last table puts them side by side.
 
     .venv/bin/python bench/job_phases.py [--runs 5] [--configs eager,inductor_default] [--device cpu|cuda]
         [--compare | --env K=V] [--settle 15] [--json out.json]
@@ -191,7 +191,7 @@ def _one_job(base: str, code: str, configs: list[str], device: str) -> dict:
         ),
         "shared_pch": report["isolation"]["shared_pch"],
         "prestarted": timeline.get("prestarted", False),
-        "bandwidth_measured_ahead": report["runtime"]["memory_bandwidth"].get("measured_ahead", False),
+        "bandwidth_measured_in_prestart": report["runtime"]["memory_bandwidth"].get("measured_ahead", False),
         "caches": report["caches"],
     }
 
@@ -235,7 +235,7 @@ def _print_table(jobs: list[dict], scripts: list[dict], configs: list[str]) -> N
     row("script: compile + first call", [s["compile_and_call"] for s in scripts])
     row("script: process start to exit", [s["process_s"] for s in scripts])
     print("shared precompiled header bound in every job:", all(job["shared_pch"] for job in jobs))
-    print("jobs whose child was started ahead:", sum(job["prestarted"] for job in jobs), "of", len(jobs))
+    print("jobs whose child was prestarted:", sum(job["prestarted"] for job in jobs), "of", len(jobs))
 
 
 def _print_side_by_side(jobs: dict[str, list[dict]]) -> None:

@@ -7,7 +7,7 @@ on an in-process server over a fresh SQLite instance, then opens every tab in a 
 (overview, dynamo, aot, inductor, runtime, overview, ...). Per tab: the HTML's size, the server's time to the
 last byte (navigation responseEnd - requestStart) and DOMContentLoaded (HTML parsed, scripts run: the page
 answers clicks). Then the Inductor tab's largest fusion-decision group opened (its part fetched, 150 pairs drawn).
-Goal (issue 10): every tab at most about 1 MB and interactive within 2 s.
+Goal: every tab at most about 1 MB and interactive within 2 s.
 """
 
 from __future__ import annotations

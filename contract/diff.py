@@ -142,7 +142,7 @@ def _kernel_shape(kernel: dict) -> tuple:
 def diff_kernels(a: dict, b: dict) -> dict:
     a_kernels = (a.get("inductor") or {}).get("kernels") or []
     b_kernels = (b.get("inductor") or {}).get("kernels") or []
-    by_name = {}
+    by_name: dict[str, list[dict]] = {}
     for kernel in b_kernels:
         by_name.setdefault(kernel.get("name"), []).append(kernel)
     matched, rest_a = [], []
@@ -166,7 +166,12 @@ def diff_kernels(a: dict, b: dict) -> dict:
         source_a, source_b = ka.get("source") or "", kb.get("source") or ""
         lines = list(
             difflib.unified_diff(
-                source_a.splitlines(), source_b.splitlines(), ka.get("name"), kb.get("name"), lineterm="", n=2
+                source_a.splitlines(),
+                source_b.splitlines(),
+                ka.get("name") or "",
+                kb.get("name") or "",
+                lineterm="",
+                n=2,
             )
         )
         rows.append(

@@ -74,7 +74,8 @@ def _type(schema: dict) -> str:
     if kind == "object":
         values = schema.get("additionalProperties")
         return f"{{str: {_type(values)}}}" if isinstance(values, dict) else "object"
-    return {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "null"}.get(kind, "any")
+    names = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "null"}
+    return names.get(kind, "any") if isinstance(kind, str) else "any"
 
 
 def _cell(text: str) -> str:

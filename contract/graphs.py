@@ -120,7 +120,7 @@ def graph_title(graph_id: str, graph: dict) -> str:
     compile_id, kind = graph.get("compile_id", "?"), graph.get("kind") or ""
     if stage == "dynamo":
         return f"Dynamo graph {compile_id}"
-    if stage == "func":
+    if parsed is not None and parsed.prefix == "func":
         return f"{'Before' if parsed.side == 'before' else 'After'} functionalization {compile_id}"
     if stage == "postgrad":
         return f"Post-grad {kind} graph {compile_id}"
@@ -182,7 +182,7 @@ def graph_payload(graph_id: str, graph: dict) -> dict:
     ``columns[key] = {values, index}`` (node i's value is values[index[i]]). Plus the graph's Python code."""
     nodes = graph.get("nodes") or []
     number = {node.get("name"): i for i, node in enumerate(nodes)}
-    arg_offsets, args = [0], []
+    arg_offsets, args = [0], list[int]()
     for node in nodes:
         args.extend(number[name] for name in node.get("args") or [] if name in number)
         arg_offsets.append(len(args))
@@ -202,7 +202,7 @@ def graph_payload(graph_id: str, graph: dict) -> dict:
 
 def _dictionary_column(values: list) -> dict:
     distinct: dict = {}
-    column = {"values": [], "index": []}
+    column: dict[str, list] = {"values": [], "index": []}
     for value in values:
         # Lists and dicts (shapes, module stacks, marks) are not hashable; the type keeps True apart from 1.
         key = json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else (type(value), value)

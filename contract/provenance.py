@@ -23,9 +23,7 @@ def empty_entry() -> dict:
 def by_line(report: dict, filename: str) -> dict[int, dict]:
     """{line: {dynamo: [{graph, node, title}], aten: [...], kernels: [name], totals: {kind: count}}}."""
     lines: dict[int, dict] = defaultdict(empty_entry)
-    dynamo, aot, inductor = (
-        report.get(name) if isinstance(report.get(name), dict) else {} for name in ("dynamo", "aot", "inductor")
-    )
+    dynamo, aot, inductor = (_section(report, name) for name in ("dynamo", "aot", "inductor"))
 
     def add(line: int, kind: str, item) -> None:
         entry = lines[line]
@@ -64,3 +62,9 @@ def by_line(report: dict, filename: str) -> dict[int, dict]:
             ):
                 add(source_line["line"], "kernels", kernel.get("name"))
     return dict(sorted(lines.items()))
+
+
+def _section(report: dict, name: str) -> dict:
+    """A stage's section, or {} where the report holds none (an imported log's, a failed job's)."""
+    section = report.get(name)
+    return section if isinstance(section, dict) else {}

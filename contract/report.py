@@ -10,25 +10,26 @@ engine writes cannot drift apart. Every field has a default where the value can 
 early), so a validated report always carries every key, null where nothing was recorded.
 """
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contract.vocab import (
-    CONFIGS,
-    DEVICES,
-    FAILURE_KINDS,
-    GRAPH_KINDS,
-    ISOLATION_MODES,
-    STAGES,
-    TIMELINE_PHASES,
-    TIMELINE_SIDES,
+    ConfigName,
+    Device,
+    FailureKind,
+    GraphKind,
+    IsolationMode,
+    StageName,
+    TimelinePhaseName,
+    TimelineSide,
 )
 
 # v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
 # rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded
 # on read (upgrade()).
-SCHEMA_VERSION = 2
+SchemaVersion = Literal[2]  # the one place a new version is spelled (contract/README.md, "Adding a field")
+SCHEMA_VERSION: SchemaVersion = get_args(SchemaVersion)[0]
 READABLE_VERSIONS = (1, 2)
 VERSION_HISTORY = {
     1: "the first version: keys could be absent (an empty section was `{}`; `grad_*` errors only when training; "
@@ -39,11 +40,6 @@ VERSION_HISTORY = {
     "request limits become null.",
 }
 
-ConfigName = Literal[tuple(CONFIGS)]
-StageName = Literal[STAGES]
-FailureKind = Literal[tuple(FAILURE_KINDS)]
-GraphKind = Literal[GRAPH_KINDS]
-Device = Literal[DEVICES]
 Shape = list[int | str] | list[list[int | str]] | None
 DType = str | list[str] | None
 OpHistogram = dict[str, int]
@@ -743,8 +739,8 @@ class MemoryBandwidth(Model):
     method: str | None = None
     device: Device | None = None
     measured_ahead: bool = False
-    """measured by this job's own child, in its sandbox, before the job was handed over to it (a child started
-    ahead, while the worker finished the job before; no user code had run in it): not on the job's critical path"""
+    """measured by this job's own child, in its sandbox, before the job was handed over to it (a prestarted child,
+    while the worker finished the job before; no user code had run in it): not on the job's critical path"""
 
 
 class CudaGraphs(Model):
@@ -776,7 +772,7 @@ class Benchmark(Model):
     p90_ms: float | None = None
     min_ms: float | None = None
     reps: int | None = None
-    """before issue 9: per-step repetitions; now null (see `rounds`, `latency_reps`)"""
+    """per-step repetitions in reports from before the timed rounds; now null (see `rounds`, `latency_reps`)"""
     rounds: int | None = None
     steps_per_round: int | None = None
     latency_ms: float | None = None
@@ -844,7 +840,7 @@ class KernelProfileSummary(Model):
 class Runtime(Model):
     """Compile time per stage, the compile timeline, the benchmark ladder, per-kernel times, CUDA graphs.
 
-    The ladder (issue 9): every rung runs its own copy of the model as loaded, seeded alike (`reference`), under
+    The ladder: every rung runs its own copy of the model as loaded, seeded alike (`reference`), under
     `torch.no_grad()` unless training (`mode`). Its compared step (the first call, compile included) is judged
     against plain eager (`benchmarks[].correctness`; `max_abs_error = max|out - ref|` over all output tensors,
     `max_rel_error = max_abs_error / max|ref|`, norm-wise; the `grad_*` fields the same over parameter gradients),
@@ -1117,7 +1113,7 @@ class IsolationEnforcement(Model):
 class Isolation(Model):
     """Written by the parent, never the child (docs/security.md)."""
 
-    mode: Literal[ISOLATION_MODES] | None = None
+    mode: IsolationMode | None = None
     network: str | None = None
     filesystem: str | None = None
     user: str | None = None
@@ -1135,8 +1131,8 @@ class Isolation(Model):
 class TimelinePhase(Model):
     """One measured phase of the job ([Vocabulary](#vocabulary) lists the phases)."""
 
-    phase: Literal[tuple(TIMELINE_PHASES)]
-    side: Literal[TIMELINE_SIDES]
+    phase: TimelinePhaseName
+    side: TimelineSide
     """who measured it: web, worker, parent (engine/job.py) or child (engine/child.py)"""
     start_s: float
     """seconds since the timeline's origin"""
@@ -1147,8 +1143,8 @@ class TimelinePhase(Model):
     config: ConfigName | None = None
     """benchmark: the config"""
     ahead: bool = False
-    """before the job was handed to its child, which was started ahead for it (sandbox, imports, memory bandwidth):
-    off the job's critical path, and outside the top-level phases that cover the job's wall time"""
+    """a phase of the prestart: before the job was handed to its prestarted child (sandbox, imports, memory
+    bandwidth), off the job's critical path, and outside the top-level phases that cover the job's wall time"""
 
 
 class Timeline(Model):
@@ -1166,8 +1162,8 @@ class Timeline(Model):
     """from the origin until the report was first stored and readable, when it was stored before the warm compile
     (every figure but the warm compile's): what a user waits for"""
     prestarted: bool = False
-    """the job's sandboxed child was started (torch imported) before the job was handed to it: a new one per job,
-    which served this job only (its phases before the hand-over are `ahead`)"""
+    """the job's sandboxed child was prestarted (torch imported before the job was handed to it): a new one per
+    job, which served this job only (its phases before the hand-over are marked `ahead`)"""
     phases: list[TimelinePhase] = []
 
 
@@ -1293,7 +1289,7 @@ class TraceImport(Model):
 
 
 class Report(Model):
-    """One JSON document per job, written by the engine (`engine/child.py`, via `engine/report.py`) and read by
+    """One JSON document per job, written by the engine (`engine/child.py`, via `engine/reportfile.py`) and read by
     the workers, the database and the pages. It is the one contract between them. Rules:
 
     - Adding a field keeps the version; removing or renaming one, or changing its meaning, bumps
@@ -1310,7 +1306,7 @@ class Report(Model):
       match on `CompileId.compile_key` = (frame, frame compile id), so the pieces of a restarted compile meet
       whatever attempt each was recorded under (a graph break is seen in attempt 0, its graph in attempt 1)."""
 
-    schema_version: Literal[SCHEMA_VERSION] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     """the version of this contract the report follows (see Versions)"""
     status: Literal["running", "ok", "failed"]
     """`running` only in the partial report the child saves between stages"""

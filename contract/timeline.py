@@ -26,9 +26,7 @@ class Recorder:
         self.side = side
         self.phases: list[dict] = []
 
-    def add(
-        self, phase: str, start: float, end: float, *, depth: int = 0, config: str | None = None, ahead: bool = False
-    ) -> None:
+    def add(self, phase: str, start: float, end: float, *, depth: int = 0, config: str | None = None) -> None:
         assert phase in TIMELINE_PHASES, phase
         self.phases.append(
             {
@@ -38,13 +36,14 @@ class Recorder:
                 "end_s": end,
                 "depth": depth,
                 "config": config,
-                "ahead": ahead,
+                "ahead": False,  # the prestart's phases: mark_prestart
             }
         )
 
-    def mark_ahead(self, until: float) -> None:
-        """What was recorded before ``until`` (the job's hand-over to a child started ahead) was off the job's
-        critical path; a phase still going on then is split there, and its rest is the job's (the job waited)."""
+    def mark_prestart(self, until: float) -> None:
+        """What was recorded before ``until`` (the job's hand-over to a prestarted child) was the prestart's, off the
+        job's critical path (the phases' field ``ahead``); a phase still going on then is split there, and its rest is
+        the job's (the job waited)."""
         phases = []
         for phase in self.phases:
             if phase["end_s"] <= until:
@@ -74,7 +73,7 @@ def merged(
 ) -> dict:
     """The timeline of ``inner`` (a report's timeline from the side below, or None) re-based on ``origin_unix_s``,
     with the recorders' phases added, sorted, and the gaps between top-level phases named ``untracked``. Phases
-    marked ``ahead`` (before a child started ahead got its job) are kept but cover none of the wall time.
+    marked ``ahead`` (before a prestarted child got its job) are kept but cover none of the wall time.
     ``report_stored_unix``: when the report was first stored, before the warm compile (else inner's, re-based)."""
     phases, report_stored_s = [], None
     if report_stored_unix is not None:
@@ -126,11 +125,11 @@ def merged(
 
 def phase_seconds(timeline: dict) -> dict[str, float]:
     """Seconds per phase name over the top-level phases (benchmarks as ``benchmark:<config>``; the phases of a
-    child started ahead, before its job, as ``ahead:<phase>``, outside the wall time): what bench/ sums."""
+    prestarted child, before its job, as ``prestart:<phase>``, outside the wall time): what bench/ sums."""
     totals: dict[str, float] = {}
     for phase in timeline.get("phases") or []:
         if phase["depth"] == 0:
-            name = ("ahead:" if phase.get("ahead") else "") + phase["phase"]
+            name = ("prestart:" if phase.get("ahead") else "") + phase["phase"]
             name += f":{phase['config']}" if phase.get("config") else ""
             totals[name] = round(totals.get(name, 0.0) + phase["end_s"] - phase["start_s"], 4)
     return totals

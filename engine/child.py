@@ -21,7 +21,7 @@ from dataclasses import dataclass  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 from contract.timeline import Recorder, merged  # noqa: E402
-from engine.report import empty_report, failed_report, write_report  # noqa: E402
+from engine.reportfile import empty_report, failed_report, write_report  # noqa: E402
 
 # The timeline phase each stage's begin..end is (engine/stages call job.begin and job.end); aot and inductor run
 # inside the recorded compile (their seconds are torch's metrics, not a span of their own).
@@ -40,8 +40,8 @@ PHASE_BEFORE = {"dynamo": "install_hooks", "benchmark": "ladder_setup"}
 
 
 class Job:
-    def __init__(self, job_dir: str, ahead: Ahead | None = None):
-        """``ahead``: what this child did before its job was handed to it (started ahead, see wait_for_job)."""
+    def __init__(self, job_dir: str, prestart: Prestart | None = None):
+        """``prestart``: what this child did before its job was handed to it (a prestarted child, see wait_for_job)."""
         self.job_dir = job_dir
         with open(os.path.join(job_dir, "request.json")) as f:
             self.request = json.load(f)
@@ -52,16 +52,16 @@ class Job:
         self.stage = "load"
         self.state = SimpleNamespace()  # what each stage leaves for the later ones (engine.child.pipeline)
         self._begun: dict[str, float] = {}
-        self.timeline = ahead.timeline if ahead else Recorder("child")
+        self.timeline = prestart.timeline if prestart else Recorder("child")
         self._phase_begun: dict[str, float] = {}  # stage:config -> unix start, for the timeline
-        if ahead is None:
+        if prestart is None:
             self.timeline.add("import_engine", STARTED_UNIX, time.time())
             dump_at = os.environ.get("PT2SCOPE_STACK_DUMP_AT")
         else:
-            self.timeline.add("handover", ahead.handed_over, time.time())
-            dump_at = ahead.stack_dump_at
-            self.state.memory_bandwidth = ahead.memory_bandwidth  # the ladder uses it (engine.stages.runtime)
-        self.prestarted = ahead is not None
+            self.timeline.add("handover", prestart.handed_over, time.time())
+            dump_at = prestart.stack_dump_at
+            self.state.memory_bandwidth = prestart.memory_bandwidth  # the ladder uses it (engine.stages.runtime.ladder)
+        self.prestarted = prestart is not None
         if dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
             self.stack_dump = open(os.path.join(job_dir, "stack-at-time-limit.txt"), "w")
             faulthandler.dump_traceback_later(max(0.1, float(dump_at) - time.time()), file=self.stack_dump)
@@ -113,7 +113,7 @@ class Job:
     def save_early(self) -> None:
         """Write the report as a finished job's before the warm compile (runtime.compile_cache shows it pending),
         then say so by the warm_compile stage's start: the parent hands it to the worker, which stores it while the
-        warm compile runs, so the user reads every other figure some 10 s sooner (issue 13)."""
+        warm compile runs, so the user reads every other figure some 10 s sooner on the CPU (docs/benchmarks.md)."""
         start = time.time()
         early = {**self.report, "errors": list(self.report["errors"])}  # the job's own report stays as it is
         finish(self, early)
@@ -142,7 +142,8 @@ def pipeline() -> list:
     """The registered stages, in order. Imported here, in the child only (they import torch), after the load stage
     has begun: torch's import time is part of it."""
     from engine.stages.capture import CaptureStage
-    from engine.stages.runtime import LadderStage, ReferenceStage, WarmCompileStage
+    from engine.stages.runtime.ladder import LadderStage, ReferenceStage
+    from engine.stages.runtime.warm_compile import WarmCompileStage
     from engine.usercode import LoadStage
 
     return [LoadStage(), ReferenceStage(), CaptureStage(), LadderStage(), WarmCompileStage()]
@@ -200,32 +201,34 @@ def _record_compile_workers(job: Job) -> None:
 
 
 @dataclass
-class Ahead:
-    """What a child started ahead did before its job arrived, and what the go told it."""
+class Prestart:
+    """What a prestarted child did before its job arrived, and what the go told it."""
 
-    timeline: Recorder  # its phases so far, those before the hand-over marked ahead
+    timeline: Recorder  # its phases so far, those before the hand-over marked as the prestart's (the report's `ahead`)
     handed_over: float  # unix seconds: when this child turned to its job
     stack_dump_at: str  # unix seconds, as PT2SCOPE_STACK_DUMP_AT: counted from the hand-over
-    memory_bandwidth: dict | None  # engine.stages.runtime.memory_bandwidth, measured ahead; None: it failed
+    memory_bandwidth: (
+        dict | None
+    )  # engine.stages.runtime.profiling.memory_bandwidth, measured before the job; None: it failed
 
 
-def wait_for_job(go_fd: int, device: str) -> Ahead | None:
-    """A child started ahead of its job (engine.job.PrestartedChild): import what every job needs (our code and
+def wait_for_job(go_fd: int, device: str) -> Prestart | None:
+    """A child prestarted for its job (engine.job.PrestartedChild): import what every job needs (our code and
     torch's, never a user's), measure the memory bandwidth, then wait until the parent has written the job into
     this sandbox's folder and says go. None: the parent discarded this child without a job."""
-    ahead = Recorder("child")
-    ahead.add("import_engine", STARTED_UNIX, time.time())
-    with ahead.span("import_torch"):
+    timeline = Recorder("child")
+    timeline.add("import_engine", STARTED_UNIX, time.time())
+    with timeline.span("import_torch"):
         import torch._dynamo  # noqa: F401 - what torch.compile imports on its first use
         import torch._inductor.compile_fx  # noqa: F401
 
         pipeline()  # the engine's stages
-    with ahead.span("ladder_setup"):
+    with timeline.span("ladder_setup"):
         try:
-            from engine.stages.runtime import memory_bandwidth
+            from engine.stages.runtime.profiling import memory_bandwidth
 
             bandwidth = {**memory_bandwidth(device), "measured_ahead": True}
-        except Exception:  # noqa: BLE001 - the ladder then measures it itself, as without a child started ahead
+        except Exception:  # noqa: BLE001 - the ladder then measures it itself, as without a prestart
             bandwidth = None
     ready = time.time()
     go = b""
@@ -241,18 +244,20 @@ def wait_for_job(go_fd: int, device: str) -> Ahead | None:
     except ValueError:
         return None
     if handed_over > ready:
-        ahead.add("wait_for_job", ready, handed_over)
-    ahead.mark_ahead(until=handed_over)  # a job that came while this child was still importing waited for the rest
-    return Ahead(ahead, max(ready, handed_over), dump_at.decode(), bandwidth)
+        timeline.add("wait_for_job", ready, handed_over)
+    timeline.mark_prestart(
+        until=handed_over
+    )  # a job that came while this child was still importing waited for the rest
+    return Prestart(timeline, max(ready, handed_over), dump_at.decode(), bandwidth)
 
 
 def main(argv: list[str]) -> int:
-    ahead = None
+    prestart = None
     if os.environ.get("PT2SCOPE_GO_FD"):
-        ahead = wait_for_job(int(os.environ["PT2SCOPE_GO_FD"]), os.environ.get("PT2SCOPE_AHEAD_DEVICE", "cpu"))
-        if ahead is None:
+        prestart = wait_for_job(int(os.environ["PT2SCOPE_GO_FD"]), os.environ.get("PT2SCOPE_PRESTART_DEVICE", "cpu"))
+        if prestart is None:
             return 0
-    job = Job(argv[0], ahead)
+    job = Job(argv[0], prestart)
     job_pid = os.getpid()
     try:
         run(job)

@@ -10,8 +10,9 @@ import time
 
 from contract.counts import COUNT_LABELS
 from contract.limits import DEFAULT_LIMITS
+from contract.vocab import CONFIGS, ConfigError
 from engine.job import JobRequest, run_job
-from engine.report import CONFIGS, ConfigError, write_report
+from engine.reportfile import write_report
 from engine.sandbox import Isolation, IsolationError, check
 
 

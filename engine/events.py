@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import math
 
-from contract.vocab import FAILURE_KINDS
-from engine.report import CONFIGS, STAGES
+from contract.vocab import CONFIGS, FAILURE_KINDS, STAGES
 
 MAX_LINE_BYTES = 64 * 1024  # a longer line is not ours: dropped whole
 MAX_EVENTS = 5000  # forwarded per job (each one is a database row)

@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from contract.limits import DEFAULT_LIMITS, JobLimits
 from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
+from contract.vocab import new_error_id, parse_configs
 from engine import events, sandbox, seccomp
 from engine.jobgroup import JobGroup
-from engine.report import failed_report, new_error_id, parse_configs
+from engine.reportfile import failed_report
 
 PROJECT_ROOT = sandbox.PROJECT_ROOT
 USER_OUTPUT_LIMIT = 64 * 1024  # bytes of the user's stdout/stderr kept in the report (the tail)
@@ -39,11 +40,11 @@ EXIT_GRACE_S = 10.0  # after the child closed its event pipe, how long it may ta
 STACK_DUMP_FILE = "stack-at-time-limit.txt"  # written by the child (faulthandler) just before the time limit
 STACK_DUMP_LEAD_S = 1.5
 STACK_FRAME = re.compile(r'File "([^"\n]*)", line (\d+)')
-# CPU seconds a child started ahead may spend before its job is handed over: importing torch, torch._dynamo,
+# CPU seconds a prestarted child may spend before its job is handed over: importing torch, torch._dynamo,
 # Inductor and the engine's stages (measured 2.5-4.5 s of CPU on the 2-core machine) and the memory bandwidth
 # copies (under 1 s), with room for a slower machine. RLIMIT_CPU is set when the sandbox starts, so such a child
 # runs under the job's CPU time limit plus this (docs/security.md); every other limit is the job's own.
-AHEAD_CPU_S = 20
+PRESTART_CPU_S = 20
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class JobRequest:
     output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
 
     def validated(self) -> JobRequest:
-        """Normalise and check the request before anything is started (raises engine.report.ConfigError)."""
+        """Normalise and check the request before anything is started (raises contract.vocab.ConfigError)."""
         self.configs = parse_configs(self.configs, self.device)
         self.filename = os.path.basename(self.filename) or "model.py"
         if not self.filename.endswith(".py"):
@@ -97,7 +98,7 @@ def run_job(
     called once with the report as it stands before the warm compile (complete but for runtime.compile_cache,
     whose warm entries read "pending"), read back and validated like the final one, while the child runs on; its
     errors are logged, never the job's. The final report is still returned. ``prestarted``: a child
-    started ahead for this job (PrestartedChild); the job runs in it (and in its folder, ``prestarted.job_dir``,
+    prestarted for this job (PrestartedChild); the job runs in it (and in its folder, ``prestarted.job_dir``,
     not ``job_dir``) if it fits, else it is discarded first.
 
     Whatever happens, when this returns no process of the job runs any more, its descriptors are closed, its
@@ -150,7 +151,7 @@ def _hold(
 
 
 def launch_signature(request: JobRequest, isolation: sandbox.Isolation, scratch: bool) -> dict:
-    """Everything a job's sandboxed child is started with that is not the job itself: a child started ahead
+    """Everything a job's sandboxed child is started with that is not the job itself: a prestarted child
     (PrestartedChild) serves a job only when this is the same for the job as it was at the child's start. Whatever
     else a launch comes to bind or set (from the settings or the files present at start) belongs here too."""
     request = replace(request).validated()  # as launched: a GPU job has no memory limit, whatever was asked
@@ -169,7 +170,7 @@ def launch_signature(request: JobRequest, isolation: sandbox.Isolation, scratch:
 @dataclass
 class _Child:
     """A started child: its process, the read ends of its event and status pipes, the parent's own handles on its
-    output, when it was spawned, and (a child started ahead) the write end of the pipe that says go."""
+    output, when it was spawned, and (a prestarted child) the write end of the pipe that says go."""
 
     proc: subprocess.Popen
     read_fd: int
@@ -193,17 +194,17 @@ def _spawn(
     group: JobGroup,
     cleanup: ExitStack,
     *,
-    ahead: bool = False,
+    prestart: bool = False,
 ) -> _Child:
     """Start the sandboxed child on a prepared job folder (raises OSError); ``cleanup`` closes what it opened.
-    ``ahead``: the child imports what every job needs, then waits for go (engine.child.wait_for_job)."""
+    ``prestart``: the child imports what every job needs, then waits for go (engine.child.wait_for_job)."""
     read_fd, write_fd = os.pipe()
     cleanup.callback(os.close, read_fd)
     sandboxed = isolation.mode == "bubblewrap"
     status_read, status_write = os.pipe() if sandboxed else (None, None)
     if sandboxed:
         cleanup.callback(os.close, status_read)
-    go_read, go_write = os.pipe() if ahead else (None, None)
+    go_read, go_write = os.pipe() if prestart else (None, None)
     seccomp_fd = seccomp.filter_fd() if sandboxed else None
     # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
     # the parent reads back is always the file it created (never a link the job planted).
@@ -247,7 +248,7 @@ class PrestartedChild:
     Still one sandbox per job: it serves exactly one job (``run_job(..., prestarted=...)`` writes the job into its
     folder and says go) and ends with it; nothing of any user has run in it before. It fits only a job with the
     same launch (launch_signature: device, limits, isolation, folder kind, shared headers); ``discard`` ends it.
-    Its CPU time limit is the job's plus AHEAD_CPU_S (the imports); the wall-clock limit counts from the go.
+    Its CPU time limit is the job's plus PRESTART_CPU_S (the imports); the wall-clock limit counts from the go.
     """
 
     def __init__(
@@ -261,8 +262,8 @@ class PrestartedChild:
         try:
             self.uid, self.group, self.job_space = _hold(self.template, self.job_dir, isolation, scratch, self.cleanup)
             sandbox.prepare_job_dir(self.job_dir, isolation, self.uid)
-            spawned = replace(self.template, cpu_time_limit_s=self.template.cpu_time_limit_s + AHEAD_CPU_S)
-            self.child = _spawn(spawned, self.job_dir, isolation, self.uid, self.group, self.cleanup, ahead=True)
+            spawned = replace(self.template, cpu_time_limit_s=self.template.cpu_time_limit_s + PRESTART_CPU_S)
+            self.child = _spawn(spawned, self.job_dir, isolation, self.uid, self.group, self.cleanup, prestart=True)
             self.cleanup.callback(self._end)
         except BaseException:
             self.cleanup.close()
@@ -467,12 +468,12 @@ def _job_timeline(
 ) -> dict:
     """The child's timeline (untrusted, but validated numbers) inside the parent's: the folder prepared, the sandbox
     started up to the child's first instant, the report written (until the report file's modification time: the
-    report cannot hold its own end), the child's exit up to the parent's wait returning, the read-back. A child
-    started ahead: its folder and sandbox were made before the job (ahead, up to the hand-over), the job's own
+    report cannot hold its own end), the child's exit up to the parent's wait returning, the read-back. A prestarted
+    child: its folder and sandbox were made before the job (up to the hand-over), the job's own
     prepare is writing the job into its folder. ``exited_unix`` None: the report before the warm compile, read
     while the child runs on (no exit yet)."""
     parent = Recorder("parent")
-    before = Recorder("parent")  # a child started ahead: what its start-up did before the hand-over
+    before = Recorder("parent")  # a prestarted child: what its start-up did before the hand-over
     if prestarted is None:
         parent.add("prepare", started_unix, spawned_unix)
     else:
@@ -497,7 +498,7 @@ def _job_timeline(
         parent.add("process_exit", min(child_ended, exited_unix), exited_unix)
     parent.add("read_report", min(child_ended, until) if exited_unix is None else exited_unix, time.time())
     if handed_unix is not None:
-        before.mark_ahead(until=handed_unix)  # a sandbox still starting at the hand-over: the rest is the job's
+        before.mark_prestart(until=handed_unix)  # a sandbox still starting at the hand-over: the rest is the job's
     return merged(
         child if known else None, started_unix, "job_start", parent, writer, before, prestarted=prestarted is not None
     )
@@ -565,7 +566,7 @@ MALLOC_SETTINGS = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHO
 
 def _child_env(job_dir: str, event_fd: int, request: JobRequest, go_fd: int | None = None) -> dict:
     """The child's whole environment: no secrets, database or broker URLs from the parent reach it. ``go_fd``: a
-    child started ahead, told by that pipe when its job is there (and its stack dump time)."""
+    prestarted child, told by that pipe when its job is there (and its stack dump time)."""
     keep = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CC", "CXX")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(
@@ -589,7 +590,7 @@ def _child_env(job_dir: str, event_fd: int, request: JobRequest, go_fd: int | No
     if go_fd is None:
         env["PT2SCOPE_STACK_DUMP_AT"] = f"{_stack_dump_at(request, time.time()):.3f}"
     else:
-        env.update({"PT2SCOPE_GO_FD": str(go_fd), "PT2SCOPE_AHEAD_DEVICE": request.device})
+        env.update({"PT2SCOPE_GO_FD": str(go_fd), "PT2SCOPE_PRESTART_DEVICE": request.device})
     return env
 
 

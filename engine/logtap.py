@@ -1,6 +1,6 @@
 """One tap on torch's logs: the structured trace and the TORCH_LOGS artifacts, kept in memory per compile id.
 
-torch.compile reports most of what it does through two channels (see ../shared/notes/capture-mechanisms.md):
+torch.compile reports most of what it does through two channels:
 - the structured trace (logger "torch.__trace"): records with ``metadata`` (event key, frame_id,
   frame_compile_id, attempt) and a ``payload``; emitted whenever the logger has a handler;
 - the TORCH_LOGS artifacts (fusion, ir_pre_fusion, output_code, ...): records on loggers "<module>.__<name>",

@@ -25,10 +25,10 @@ from engine.fxgraph import op_histogram
 from engine.fxtext import is_library_file, parse_graph_code
 from engine.importjob import REPORTS_INDEX, import_request
 from engine.logtap import trace_event
-from engine.report import empty_report, write_report
+from engine.measure.compile_metrics import compile_seconds, metrics_summary, timeline
+from engine.reportfile import empty_report, write_report
 from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
 from engine.stages.inductor import estimate_kernel_bytes, group_output_code, library_calls, parse_kernels
-from engine.stages.runtime import _metrics_summary, compile_seconds, timeline
 from engine.tracelog import (
     MAX_DEPTH,
     Budget,
@@ -419,7 +419,7 @@ def build_report(log: RankLog, source_name: str) -> dict:
     forward = [e["metadata"] for e in log.events("compilation_metrics") if isinstance(e["metadata"], dict)]
     backward = [e["metadata"] for e in log.events("bwd_compilation_metrics") if isinstance(e["metadata"], dict)]
     runtime["compile_seconds"] = compile_seconds(forward, backward)
-    runtime["compile_metrics"] = [_metrics_summary(m) for m in forward]
+    runtime["compile_metrics"] = [metrics_summary(m) for m in forward]
     runtime["compile_timeline"] = timeline([e for e in log.events("chromium_event") if e["payload"]])
 
     hits = Counter(c["event"] for c in log.caches)

@@ -18,8 +18,9 @@ import torch
 import torch.utils._pytree as pytree
 
 from contract.userfile import is_user_file
-from engine.report import empty_dir
+from engine.reportfile import empty_dir
 from engine.stages.base import Stage
+from engine.stages.runtime.workload import Workload
 
 
 class UserCodeError(Exception):
@@ -168,9 +169,8 @@ class LoadStage(Stage):
 
     def run(self, job) -> None:
         from engine.logtap import LogTap
-        from engine.report import environment
+        from engine.reportfile import environment
         from engine.stages.base import Context
-        from engine.stages.runtime import Workload
 
         t0 = job.begin("load")
         req = job.request

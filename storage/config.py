@@ -39,7 +39,7 @@ class Settings:
     report_limit_mb: int = 256  # one run's report as stored (sections, outlines, graphs); larger ones are refused
     # Workers compile a trusted precompiled header once at start and share it read-only with every CPU job.
     pch_warmup: bool = True
-    # Each worker starts the sandboxed child of its next job ahead (torch imported, nothing of a user's): still one
+    # Each worker prestarts the sandboxed child of its next job (torch imported, nothing of a user's): still one
     # sandbox per job, used by that job only (engine.job.PrestartedChild, docs/security.md).
     prestart_child: bool = True
 

@@ -14,8 +14,8 @@ IMPORT_TASK = "pt2scope.import_trace"  # a TORCH_TRACE upload (workers/imports.p
 QUEUES = ("cpu", "gpu")
 
 # The SQLite broker polls its table; the default 1 s adds up to a second to every job's start. The transport
-# rejects polling_interval in broker_transport_options (it is forwarded to create_engine), so set the class
-# attribute (shared/notes/stack-findings.md).
+# rejects polling_interval in broker_transport_options (it is forwarded to create_engine and raises TypeError), so
+# set the class attribute.
 kombu_sqlalchemy.Transport.polling_interval = 0.1
 
 

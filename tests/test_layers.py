@@ -28,7 +28,16 @@ WEB_AND_QUEUE = {
     "gunicorn",
 }
 # The engine's parent side: what workers and the CLI import. Torch and the user's code run only in the child.
-ENGINE_PARENT_SIDE = ("engine", "engine.job", "engine.cli", "engine.report", "engine.sandbox")
+ENGINE_PARENT_SIDE = ("engine", "engine.job", "engine.cli", "engine.reportfile", "engine.sandbox")
+# The engine's torch-free measurement (statistics, machine load, compile metrics, cache counts): shared by the child,
+# the trace importer and tests, so it must load without torch.
+ENGINE_MEASURE = (
+    "engine.measure",
+    "engine.measure.stats",
+    "engine.measure.load",
+    "engine.measure.compile_metrics",
+    "engine.measure.caches",
+)
 
 
 def _module_name(path: str) -> str:
@@ -124,6 +133,12 @@ def test_the_engine_parent_side_imports_no_torch_module_even_lazily():
     assert set(ENGINE_PARENT_SIDE) & engine_modules_importing_torch() == set()
 
 
+def test_the_engines_measurement_folder_imports_no_torch_module_even_lazily():
+    measure = {_module_name(os.path.join(ROOT, f)) for f in imported_modules(os.path.join("engine", "measure"))}
+    assert measure == set(ENGINE_MEASURE)  # every module of the folder is listed (and so checked at run time too)
+    assert measure & engine_modules_importing_torch() == set()
+
+
 def test_the_rules_catch_a_violation(tmp_path, monkeypatch):
     """The checker itself: a file of a fake package importing a higher layer is reported."""
     monkeypatch.setattr(sys.modules[__name__], "ROOT", str(tmp_path))
@@ -159,6 +174,7 @@ def _loaded_after(code: str, instance: str) -> set[str]:
     "code, never",
     [
         ("import " + ", ".join(ENGINE_PARENT_SIDE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
+        ("import " + ", ".join(ENGINE_MEASURE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
         ("import contract.vocab, contract.graphs", {"torch", "engine", "storage", "webapp", "workers", "flask"}),
         (
             "import storage.config, storage.db, storage.models, storage.runstore, storage.queue",

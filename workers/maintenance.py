@@ -22,11 +22,13 @@ from workers import device
 log = logging.getLogger(__name__)
 
 PURGE_EVERY_S = 60.0
-# The folder of a child started ahead for a worker's next job (workers.tasks): jobs/ahead-<pool pid>-<random>. It
+# The folder of a prestarted child for a worker's next job (workers.tasks): jobs/prestart-<pool pid>-<random>. It
 # belongs to no run (the job it will serve, and then serves, is not known when it is made): it lives while that
 # pool process lives.
-AHEAD_PREFIX = "ahead-"
-RUN_MARKS = ".runs"  # in the jobs folder: for each ahead- folder handed a job, the run it serves (mark_ahead_folder)
+PRESTART_PREFIX = "prestart-"
+RUN_MARKS = (
+    ".runs"  # in the jobs folder: for each prestart- folder handed a job, the run it serves (mark_prestarted_folder)
+)
 
 
 class Maintenance(threading.Thread):
@@ -67,7 +69,7 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
     """Kill what is left of jobs of runs no worker runs any more, and delete their folders (unmounting their
     tmpfs) and empty cgroups: a worker killed mid-job leaves them behind. A folder exists only while its job runs
     (it is made after the claim and removed before the final report is stored: progress.job_runs_on), so any
-    other folder is dead; but that of a child started ahead (AHEAD_PREFIX), which lives while the pool process
+    other folder is dead; but that of a prestarted child (PRESTART_PREFIX), which lives while the pool process
     that made it does until it is handed a job, and from then on as long as that job's run (RUN_MARKS)."""
     try:
         names = os.listdir(settings.jobs_path)
@@ -83,7 +85,7 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
             if name == RUN_MARKS:
                 continue
             slug = _marked_run(settings, name)
-            if slug is None and _ahead_owner_alive(name):  # a child started ahead, waiting for its job
+            if slug is None and _prestart_owner_alive(name):  # a prestarted child, waiting for its job
                 continue
             run = runstore.get_run(session, slug or name)
             if run is None or not progress.job_runs_on(run, settings):
@@ -95,8 +97,8 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
     return removed
 
 
-def mark_ahead_folder(settings: Settings, folder: str, slug: str) -> None:
-    """Say which run a child started ahead serves, in a file outside its folder (the job cannot reach it): from
+def mark_prestarted_folder(settings: Settings, folder: str, slug: str) -> None:
+    """Say which run a prestarted child serves, in a file outside its folder (the job cannot reach it): from
     then on the folder lives as long as that run's job, like a folder named after its run."""
     marks = os.path.join(settings.jobs_path, RUN_MARKS)
     os.makedirs(marks, exist_ok=True)
@@ -119,11 +121,11 @@ def _remove_file(path: str) -> None:
         pass
 
 
-def _ahead_owner_alive(name: str) -> bool:
-    """A child started ahead's folder whose pool process still runs (its child waits for, or runs, a job)."""
-    if not name.startswith(AHEAD_PREFIX):
+def _prestart_owner_alive(name: str) -> bool:
+    """A prestarted child's folder whose pool process still runs (its child waits for, or runs, a job)."""
+    if not name.startswith(PRESTART_PREFIX):
         return False
-    pid = name[len(AHEAD_PREFIX) :].split("-")[0]
+    pid = name[len(PRESTART_PREFIX) :].split("-")[0]
     if not pid.isdigit():
         return False
     try:

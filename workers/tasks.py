@@ -29,7 +29,7 @@ from storage.models import JOB, Run
 from storage.queue import RUN_TASK
 from workers.celery_app import celery
 from workers.device import visible_gpus
-from workers.maintenance import AHEAD_PREFIX, Maintenance, mark_ahead_folder
+from workers.maintenance import PRESTART_PREFIX, Maintenance, mark_prestarted_folder
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> 
     prestarted = next_child.take(request, isolation_of(settings))
     job_dir = prestarted.job_dir if prestarted else os.path.join(settings.jobs_path, run.slug)
     if prestarted:  # the maintenance then judges that folder by this run (beside it: out of the job's reach)
-        mark_ahead_folder(settings, prestarted.job_dir, run.slug)
+        mark_prestarted_folder(settings, prestarted.job_dir, run.slug)
     with sessions() as session:
 
         def record(event: dict) -> None:
@@ -129,8 +129,8 @@ def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> 
 
 class EarlyReport:
     """The report stored before the warm compile (engine.job.run_job's on_report): the run reads as succeeded with
-    every figure but the warm compile's, which the final report then fills in (issue 13: the user waits some 10 s
-    less on the CPU)."""
+    every figure but the warm compile's, which the final report then fills in (the user waits some 10 s less on
+    the CPU: docs/benchmarks.md)."""
 
     # What the final report changes after the early one: the warm compile's figures (runtime), its stage entry and
     # its events' output, and the timeline (rewritten last, by the caller).
@@ -183,8 +183,8 @@ class EarlyReport:
             runstore.replace_section(self.session, self.run_id, name, report[name])
 
 
-class NextChild(threading.Thread):
-    """The sandboxed child of this pool process's next job, started ahead (settings.prestart_child): at start,
+class Prestarter(threading.Thread):
+    """Prestarts the sandboxed child of this pool process's next job (settings.prestart_child): at start,
     once the shared precompiled header is there, and after each job (``want``), for that job's device and the
     default limits. One thread starts them all and lives as long as the process: bubblewrap's --die-with-parent
     is tied to the thread that started it, and this process's main thread is Celery's."""
@@ -192,7 +192,7 @@ class NextChild(threading.Thread):
     PCH_WAIT_S = 900.0  # the longest a worker's header and kernel-cache warm-ups take (g++ on a loaded machine)
 
     def __init__(self) -> None:
-        super().__init__(name="pt2scope-next-child", daemon=True)
+        super().__init__(name="pt2scope-prestarter", daemon=True)
         self.settings = None
         self._lock = threading.Lock()
         self._wanted = threading.Event()
@@ -215,7 +215,7 @@ class NextChild(threading.Thread):
             self._wanted.set()
 
     def take(self, request: JobRequest, isolation: sandbox.Isolation) -> PrestartedChild | None:
-        """The child started ahead, if it fits this job (else it is discarded; the job then starts its own)."""
+        """The prestarted child, if it fits this job (else it is discarded; the job then starts its own)."""
         with self._lock:  # waits for a child being started right now
             child, self._child = self._child, None
         if child is not None and not child.fits(request, isolation, scratch=True):
@@ -240,11 +240,11 @@ class NextChild(threading.Thread):
                 if self._stopped or self._child is not None:
                     continue
                 template = JobRequest(code="", device=self._device, **self.settings.job_limits())
-                folder = os.path.join(self.settings.jobs_path, f"{AHEAD_PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
+                folder = os.path.join(self.settings.jobs_path, f"{PRESTART_PREFIX}{os.getpid()}-{secrets.token_hex(6)}")
                 try:
                     self._child = PrestartedChild(template, folder, isolation_of(self.settings), scratch=True)
                 except Exception:  # the next job then starts its own child, as without this
-                    log.exception("could not start the next job's child ahead")
+                    log.exception("could not prestart the next job's child")
 
     def _wait_for_shared_pch(self) -> None:
         """A child started before the header and the trusted kernel cache are published would not have them bound
@@ -264,8 +264,8 @@ class NextChild(threading.Thread):
             time.sleep(0.5)
 
 
-# Started in the pool process that runs the jobs (_start_next_child); never in the worker's main process.
-next_child = NextChild()
+# Started in the pool process that runs the jobs (_start_prestarter); never in the worker's main process.
+next_child = Prestarter()
 
 
 def _fail_internally(sessions, run_id: int, slug: str, what: str) -> None:
@@ -328,13 +328,13 @@ def _warm_up_caches(settings, gallery: list[str]) -> None:
 
 
 @signals.worker_process_init.connect
-def _start_next_child(**_):
+def _start_prestarter(**_):
     """In the pool process that runs the jobs (Celery forks it from the worker after worker_init)."""
     next_child.begin(celery.conf.pt2scope_settings)
 
 
 @signals.worker_process_shutdown.connect
-def _discard_next_child(**_):
+def _stop_prestarter(**_):
     next_child.stop()
 
 

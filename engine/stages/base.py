@@ -63,11 +63,12 @@ class Collector:
 
 
 class Stage:
-    """One step of a job's pipeline. engine/child.py runs the registered stages (engine.stages.PIPELINE) in order;
-    each ``run(job)`` reads what earlier stages left in ``job.state``, adds its own, and fills ``job.report``.
-    ``job.begin(name)`` / ``job.end(name, t0)`` announce progress and save the partial report."""
+    """One step of a job's pipeline. engine/child.py runs the steps of ``engine.child.pipeline()`` in order; each
+    ``run(job)`` reads what earlier steps left in ``job.state``, adds its own, and fills ``job.report``.
+    ``job.begin(stage)`` / ``job.end(stage, t0)`` announce progress (the stages of contract.vocab.STAGES, which a
+    step may announce several of) and save the partial report."""
 
-    name = ""
+    name = ""  # the step's own name: a progress stage where the step is one, else what it does ("capture")
 
     def run(self, job) -> None:
         raise NotImplementedError

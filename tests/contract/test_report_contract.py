@@ -18,7 +18,7 @@ from contract.report import (
     checked_report,
     validate_report,
 )
-from engine.report import empty_report, failed_report, read_report
+from engine.reportfile import empty_report, failed_report, read_report
 
 ROOT = docs.ROOT
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "reports")

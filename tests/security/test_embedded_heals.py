@@ -60,7 +60,7 @@ def processes_naming(folder: str) -> list[str]:
 
 
 def job_folder(settings, run_id: str) -> str | None:
-    """The running job's folder: its own (named after the run) or that of the child started ahead for it."""
+    """The running job's folder: its own (named after the run) or that of the prestarted child for it."""
     for name in os.listdir(settings.jobs_path) if os.path.isdir(settings.jobs_path) else []:
         folder = os.path.join(settings.jobs_path, name)
         try:
@@ -120,12 +120,12 @@ def serve_and_kill_its_worker(settings, port: int) -> None:
         )
         assert done["status"] == "succeeded", done["error"]
         assert serve.process.poll() is None and successor.pid != first.pid
-        # The launcher itself killed outright: its web server and worker end with it (and the worker's child
-        # started ahead with the worker), instead of taking the cores of whatever runs next.
+        # The launcher itself killed outright: its web server and worker end with it (and the worker's
+        # prestarted child with the worker), instead of taking the cores of whatever runs next.
         with open(f"/proc/{serve.process.pid}/task/{serve.process.pid}/children") as f:
             children = [int(pid) for pid in f.read().split()]
         assert successor.pid in children and len(children) == 2, children
         os.kill(serve.process.pid, signal.SIGKILL)
         serve.process.wait()
         wait_until(lambda: not any(map(alive, children)), timeout=60, what="the web server and worker to end")
-        wait_until(lambda: not processes_naming(settings.jobs_path), timeout=30, what="the child started ahead to end")
+        wait_until(lambda: not processes_naming(settings.jobs_path), timeout=30, what="the prestarted child to end")

@@ -1,4 +1,4 @@
-"""The sandboxed child started ahead of its job (engine.job.PrestartedChild), with real bubblewrap and real torch:
+"""The sandboxed prestarted child of its job (engine.job.PrestartedChild), with real bubblewrap and real torch:
 it serves exactly one job and is then gone, a child that does not fit is discarded (the job starts its own), a
 hostile job in one sees nothing of the job before it nor of the child waiting for the next, and the time limit and
 the stack dump count from the hand-over."""
@@ -8,7 +8,7 @@ import os
 import time
 
 from engine import sandbox
-from engine.job import AHEAD_CPU_S, JobRequest, PrestartedChild, launch_signature, run_job
+from engine.job import PRESTART_CPU_S, JobRequest, PrestartedChild, launch_signature, run_job
 from engine.sandbox import Isolation
 from tests.security.test_job_boundary import LIMITS, leftover_cgroups
 
@@ -26,7 +26,7 @@ def probe(report: dict) -> dict:
     return json.loads(line[len("PROBE") :])
 
 
-def started_ahead(tmp_path, name="next", isolation=None, **limits) -> PrestartedChild:
+def prestarted(tmp_path, name="next", isolation=None, **limits) -> PrestartedChild:
     return PrestartedChild(
         JobRequest(code="", **{**LIMITS, **limits}), str(tmp_path / name), isolation or Isolation(), scratch=True
     )
@@ -53,11 +53,11 @@ def wait_until_waiting(child: PrestartedChild, timeout=120.0) -> None:
             except OSError:
                 pass
         time.sleep(0.2)
-    raise AssertionError("the child started ahead never waited for its job")
+    raise AssertionError("the prestarted child never waited for its job")
 
 
-def test_a_child_started_ahead_serves_one_job_and_is_then_gone(tmp_path):
-    child = started_ahead(tmp_path)
+def test_a_prestarted_child_serves_one_job_and_is_then_gone(tmp_path):
+    child = prestarted(tmp_path)
     wait_until_waiting(child)
     request = JobRequest(code=PROBE, configs=["eager"], **LIMITS)
     report = run_job(request, str(tmp_path / "job"), isolation=Isolation(), scratch=True, prestarted=child)
@@ -65,7 +65,7 @@ def test_a_child_started_ahead_serves_one_job_and_is_then_gone(tmp_path):
     found = probe(report)
     assert found["cwd"] == child.job_dir and not os.path.exists(tmp_path / "job")  # it ran in the child's folder
     # RLIMIT_CPU was set at the sandbox's start: the job's limit plus the imports'; the report names the job's
-    assert found["cpu_limit"] == int(LIMITS.get("cpu_time_limit_s", request.cpu_time_limit_s)) + AHEAD_CPU_S
+    assert found["cpu_limit"] == int(LIMITS.get("cpu_time_limit_s", request.cpu_time_limit_s)) + PRESTART_CPU_S
     assert report["isolation"]["limits"]["cpu_time_limit_s"] == request.cpu_time_limit_s
     timeline = report["timeline"]
     assert timeline["prestarted"] is True
@@ -87,7 +87,7 @@ def test_a_child_started_ahead_serves_one_job_and_is_then_gone(tmp_path):
 
 
 def test_a_child_for_another_launch_is_discarded_and_the_job_starts_its_own(tmp_path):
-    child = started_ahead(tmp_path, process_limit=100)
+    child = prestarted(tmp_path, process_limit=100)
     uid, folder = child.uid, child.job_dir
     request = JobRequest(code=PROBE, configs=["eager"], **LIMITS)
     report = run_job(request, str(tmp_path / "job"), isolation=Isolation(), scratch=True, prestarted=child)
@@ -103,7 +103,7 @@ def test_a_shared_header_published_after_the_start_makes_the_child_a_misfit(tmp_
     store = tmp_path / "pch"
     store.mkdir()
     isolation = Isolation(shared_pch_dir=str(store))
-    child = started_ahead(tmp_path, isolation=isolation)
+    child = prestarted(tmp_path, isolation=isolation)
     try:
         request = JobRequest(code="", **LIMITS).validated()
         assert child.fits(request, isolation, scratch=True)
@@ -148,11 +148,11 @@ print("PROBE{}")
 
 
 def test_a_hostile_job_sees_nothing_of_the_job_before_nor_of_the_child_waiting_for_the_next(tmp_path):
-    first_child = started_ahead(tmp_path, "first")
+    first_child = prestarted(tmp_path, "first")
     first = run_in(first_child, tmp_path / "unused", SECRET)
     assert first["status"] == "ok" and first["timeline"]["prestarted"], first["failure"]
-    hostile_child = started_ahead(tmp_path, "hostile")
-    next_child = started_ahead(tmp_path, "next")  # waiting for the job after the hostile one, meanwhile
+    hostile_child = prestarted(tmp_path, "hostile")
+    next_child = prestarted(tmp_path, "next")  # waiting for the job after the hostile one, meanwhile
     try:
         wait_until_waiting(next_child)
         code = HOSTILE.format(first=first_child.job_dir, next=next_child.job_dir)
@@ -181,7 +181,7 @@ TIMEOUT = "import time\nimport torch\nmodel = torch.sin\nexample_inputs = (torch
 
 def test_the_time_limit_and_the_stack_dump_count_from_the_hand_over(tmp_path):
     limits = {**LIMITS, "time_limit_s": 8.0}
-    child = started_ahead(tmp_path, **limits)
+    child = prestarted(tmp_path, **limits)
     wait_until_waiting(child)
     time.sleep(max(0.0, limits["time_limit_s"] - (time.time() - child.started_unix)))  # past a limit from spawn
     report = run_in(child, tmp_path / "unused", TIMEOUT, **limits)
@@ -194,7 +194,7 @@ def test_the_time_limit_and_the_stack_dump_count_from_the_hand_over(tmp_path):
 def test_a_gpu_job_fits_the_child_started_for_it_before_its_request_is_validated():
     """The worker asks whether the child fits before run_job validates the request: a GPU job's memory limit is
     dropped only then (it has none), so the signature must compare the launch, not the request as asked. Found on
-    the H200: no GPU job ever used a child started ahead."""
+    the H200: no GPU job ever used a prestarted child."""
     isolation = Isolation(mode="none")
     template = JobRequest(code="", device="cuda", memory_limit_mb=8192).validated()
     asked = JobRequest(code="x = 1", device="cuda", configs=["eager"], memory_limit_mb=8192)

@@ -1,5 +1,5 @@
 """One name per count, read from the engine's summary on every page and in the API; compile times that add up,
-cold beside warm; recompiles in words (issue 9, items 6, 8, 9)."""
+cold beside warm; recompiles in words."""
 
 import json
 import os

@@ -8,7 +8,7 @@ import re
 from dataclasses import asdict
 
 from engine.job import JobRequest
-from engine.report import failed_report
+from engine.reportfile import failed_report
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.models import Run

@@ -1,4 +1,4 @@
-"""The Overview's story from a report's sections: today's fields, and the fields other parts of issue 9 add
+"""The Overview's story from a report's sections: today's fields, and the newer fields
 (summary.counts, speedup with its decision, correctness verdicts and first divergent stage, host overhead,
 recompile details) used when present."""
 
@@ -6,7 +6,7 @@ import json
 import os
 
 from storage.config import PROJECT_ROOT
-from webapp import story
+from webapp.tabs import overview as story
 
 FINISHED = [
     {"stage": s, "state": "finished", "seconds": 1.0}

@@ -13,7 +13,7 @@ from sqlalchemy import event
 
 from contract.report import checked_report
 from engine.job import JobRequest
-from engine.report import failed_report
+from engine.reportfile import failed_report
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.db import session_factory

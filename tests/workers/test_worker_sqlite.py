@@ -113,10 +113,10 @@ def _kill(pid: int) -> None:
         pass
 
 
-def next_child_waiting(settings) -> bool:
-    """The worker's child started ahead has imported what it imports ahead and blocks on its go pipe."""
+def prestarted_child_waiting(settings) -> bool:
+    """The worker's prestarted child has imported what it imports before its job and blocks on its go pipe."""
     names = os.listdir(settings.jobs_path) if os.path.isdir(settings.jobs_path) else []
-    folders = [n for n in names if n.startswith("ahead-")]
+    folders = [n for n in names if n.startswith("prestart-")]
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -134,14 +134,16 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     """Every second between the run row's creation and the stored report is in a named phase (5% untracked at
     most), the phases follow each other without overlap, and the timeline's wall time is the run's own."""
     client, worker = sqlite_site
-    wait_until(lambda: next_child_waiting(worker.settings), timeout=180, what="the next child to wait", worker=worker)
+    wait_until(
+        lambda: prestarted_child_waiting(worker.settings), timeout=180, what="the next child to wait", worker=worker
+    )
     run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
     status = wait_for_run(client, run_id, worker=worker)
     assert status["status"] == "succeeded", status
     report = client.get(f"/api/runs/{run_id}/report").get_json()
     timeline = report["timeline"]
     assert timeline["origin"] == "request"
-    # The worker started this job's sandboxed child ahead: its start-up is on the timeline, outside the wall time.
+    # The worker prestarted this job's sandboxed child: its start-up is on the timeline, outside the wall time.
     assert timeline["prestarted"] is True
     ahead = {p["phase"] for p in timeline["phases"] if p["ahead"]}
     assert {"sandbox_start", "import_torch", "ladder_setup"} <= ahead, ahead
@@ -176,12 +178,12 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     created, finished = (datetime.fromisoformat(status[k].rstrip("Z")) for k in ("created_at", "finished_at"))
     row_wall = (finished - created).total_seconds()
     assert abs(timeline["wall_s"] - row_wall) <= 0.05 * row_wall, (timeline["wall_s"], row_wall)
-    in_wall = {name: seconds for name, seconds in phase_seconds(timeline).items() if not name.startswith("ahead:")}
+    in_wall = {name: seconds for name, seconds in phase_seconds(timeline).items() if not name.startswith("prestart:")}
     assert sum(in_wall.values()) == pytest.approx(timeline["wall_s"], rel=0.01)
     html = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
     assert 'id="runtime-timeline"' in html and 'aria-label="Job timeline by phase"' in html
     assert "import_torch" in html and "queue_wait" in html  # the chart's rows (its figure, as JSON)
-    assert "ahead: sandbox_start" in html  # the child's start-up before the job, labelled as such
+    assert "prestart: sandbox_start" in html  # the child's start-up before the job, labelled as such
 
 
 def test_an_inductor_run_is_readable_before_its_warm_compile_which_fills_in_afterwards(sqlite_site):
@@ -226,7 +228,7 @@ def test_an_inductor_run_is_readable_before_its_warm_compile_which_fills_in_afte
     assert warm["start_s"] <= early_store["start_s"] < early_store["end_s"] == timeline["report_stored_s"]
     assert timeline["report_stored_s"] < warm["end_s"] < timeline["wall_s"]
     assert early["timeline"]["wall_s"] == pytest.approx(timeline["report_stored_s"], abs=0.05)
-    in_wall = {name: seconds for name, seconds in phase_seconds(timeline).items() if not name.startswith("ahead:")}
+    in_wall = {name: seconds for name, seconds in phase_seconds(timeline).items() if not name.startswith("prestart:")}
     assert sum(in_wall.values()) == pytest.approx(timeline["wall_s"], rel=0.01)
     page = client.get(f"/r/{run_id}/runtime").get_data(as_text=True)
     assert 'id="still-measuring"' not in page and 'id="warm-compile-total"' in page

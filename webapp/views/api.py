@@ -6,9 +6,10 @@ from flask import Blueprint, Response, abort, jsonify, request, url_for
 
 from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, RUNNING, Run
-from webapp import context, security, story
+from webapp import context, security
 from webapp.heavy import heavy_slot
 from webapp.submission import syntax_error, validate
+from webapp.tabs import overview
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -147,7 +148,7 @@ def status_of(run: Run) -> dict:
         # Steps under way after the report was stored (the warm compile): the report page reloads when they end.
         "still_measuring": progress.still_measuring(run, steps, context.settings()),
         "time_left_s": runstore.time_left(session, run, steps),
-        "tabs_ready": sorted(story.tabs_ready(stages, run.status, error, runstore.has_report(session, run))),
+        "tabs_ready": sorted(overview.tabs_ready(stages, run.status, error, runstore.has_report(session, run))),
         "messages": progress.messages(run),
         "error": error,
         "engine_seconds": run.engine_seconds,

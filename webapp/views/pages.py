@@ -7,11 +7,12 @@ from flask import Blueprint, Response, abort, jsonify, redirect, render_template
 from contract.vocab import DEFAULT_CONFIGS
 from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
-from webapp import context, reportview, security, story
+from webapp import context, security, tabs
 from webapp.examples import list_examples, read_example
 from webapp.heavy import heavy_slot
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
+from webapp.tabs import generic, overview
 from webapp.views.api import RATE_LIMITED, measured_by, submit
 
 bp = Blueprint("pages", __name__)
@@ -157,7 +158,7 @@ def report(slug: str, tab: str):
     steps = progress.progress_steps(run)
     error = runstore.error_of(run)
     stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
-    ready = story.tabs_ready(stages, run.status, error, stored)
+    ready = overview.tabs_ready(stages, run.status, error, stored)
     if stored and tab == "overview":  # the story reads every section; graphs without their nodes
         sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
     elif tab in ready:  # graphs without their nodes: each viewer fetches its own
@@ -171,11 +172,11 @@ def report(slug: str, tab: str):
     )
     if trace_import:  # a further rank's report lists only the first rank and itself
         trace_import = runstore.import_ranks(session, run, trace_import)
-    states = story.stage_states(stages, run.status, error)
+    states = overview.stage_states(stages, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
     tale = (
-        story.story(sections, progress=stages, run_status=run.status, failure=error, filename=run.filename)
+        overview.story(sections, progress=stages, run_status=run.status, failure=error, filename=run.filename)
         if tab == "overview"
         else None
     )
@@ -202,7 +203,8 @@ def report(slug: str, tab: str):
         renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"),
         title_of=title_of,
-        view=reportview,
+        view=tabs.VIEWS.get(tab),
+        generic=generic,
         listing=listing,
         present="present" in request.args,
         reused="reused" in request.args,
@@ -236,7 +238,7 @@ def part(slug: str, tab: str, kind: str, key: str):
         abort(404)
     sections = runstore.load_sections(session, run, [tab], outlines=True)
     section = sections.get(tab) or {}
-    found = reportview.find_part(section, kind, key)
+    found = tabs.find_part(section, kind, key)
     if found is None:
         abort(404)
     html = render_template(

@@ -1,5 +1,6 @@
-"""Building and writing the report on the engine's side. The report's types, its version and the shared names
-(stages, configs) are defined in contract/ (contract/report.py; docs/report-schema.md is generated from it).
+"""The report as a file on the engine's side: an empty one (every key present), a failed one that keeps what was
+recorded, written atomically, read back checked; and the environment section. The report's types, its version and
+the shared names (stages, configs) are contract/'s (contract/report.py, contract/vocab.py).
 
 Pure Python (no torch), so the parent process, the workers and tests can build and read reports.
 """
@@ -10,37 +11,7 @@ import json
 import os
 import platform
 
-from contract.report import SCHEMA_VERSION, Failure, Report, Request, Source, checked_report
-from contract.vocab import (
-    CONFIGS,
-    DEFAULT_CONFIGS,
-    STAGES,
-    Config,
-    ConfigError,
-    capture_config,
-    job_plan,
-    new_error_id,
-    parse_configs,
-)
-
-__all__ = [
-    "CONFIGS",
-    "DEFAULT_CONFIGS",
-    "SCHEMA_VERSION",
-    "STAGES",
-    "Config",
-    "ConfigError",
-    "capture_config",
-    "empty_dir",
-    "empty_report",
-    "environment",
-    "failed_report",
-    "job_plan",
-    "new_error_id",
-    "parse_configs",
-    "read_report",
-    "write_report",
-]
+from contract.report import Failure, Report, Request, Source, checked_report
 
 
 def empty_report(request: dict) -> dict:
