@@ -71,22 +71,46 @@ def create_run(
     parent: Run | None = None,
     fingerprint: str | None = None,
 ) -> Run | None:
-    """Store a new queued run. With ``limit`` (count, since): only if ``client`` submitted fewer than count runs
-    since then, else None; the check and the insert hold a lock per client (PostgreSQL: an advisory lock; SQLite:
-    the database's write lock), so parallel submissions cannot all pass one check. ``parent``: the run this one
-    re-runs with other settings (its page then offers the comparison)."""
-    if limit is not None and client is not None:
-        session.commit()  # end the request's reads: the lock and the count belong to one new transaction
+    """Store a new queued run (create_or_join_run without joining an identical one); None over the rate limit."""
+    run, _ = create_or_join_run(session, submission, client, limit, parent, fingerprint, join=False)
+    return run
+
+
+def create_or_join_run(
+    session: Session,
+    submission: Submission,
+    client: str | None = None,
+    limit: tuple[int, datetime] | None = None,
+    parent: Run | None = None,
+    fingerprint: str | None = None,
+    join: bool = True,
+) -> tuple[Run | None, bool]:
+    """(run, True) for the run that already measures an identical submission (identical_run, with ``join`` and a
+    ``fingerprint``), else (a new queued run, False). With ``limit`` (count, since): a new run only if ``client``
+    submitted fewer than count runs since then, else (None, False). The checks and the insert hold locks (the
+    fingerprint's and the client's; PostgreSQL: advisory locks; SQLite: the database's write lock), so a class
+    pressing Run on the same code at once gets one run, and parallel submissions cannot all pass one rate check.
+    ``parent``: the run this one re-runs with other settings (its page then offers the comparison)."""
+    keys = [k for k in (fingerprint if join else None, client if limit is not None else None) if k is not None]
+    if keys:
+        session.commit()  # end the request's reads: the locks and the checks belong to one new transaction
         dialect = session.get_bind().dialect.name
         if dialect == "sqlite":
             session.execute(sql_text("BEGIN IMMEDIATE"))
         elif dialect == "postgresql":
-            key = int.from_bytes(hashlib.sha256(client.encode()).digest()[:8], "big", signed=True)
-            session.execute(select(func.pg_advisory_xact_lock(key)))
-        count, since = limit
-        if len(recent_submissions(session, client, since)) >= count:
-            session.rollback()
-            return None
+            for key in sorted(
+                int.from_bytes(hashlib.sha256(k.encode()).digest()[:8], "big", signed=True) for k in keys
+            ):
+                session.execute(select(func.pg_advisory_xact_lock(key)))
+        identical = identical_run(session, fingerprint) if join else None
+        if identical is not None:
+            session.commit()
+            return identical, True
+        if limit is not None and client is not None:
+            count, since = limit
+            if len(recent_submissions(session, client, since)) >= count:
+                session.rollback()
+                return None, False
     run = Run(
         code=submission.code,
         filename=submission.filename,
@@ -100,7 +124,7 @@ def create_run(
     )
     session.add(run)
     session.commit()
-    return run
+    return run, False
 
 
 UPLOAD_CHUNK_BYTES = 4 * 1024**2

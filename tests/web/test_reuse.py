@@ -110,3 +110,26 @@ def test_the_page_says_when_and_where_the_reused_report_was_measured_and_offers_
     assert fresh.status_code == 303 and slug not in fresh.headers["Location"]
     assert "reused" not in fresh.headers["Location"]
     assert 'id="reused"' not in client.get(f"/r/{slug}").get_data(as_text=True)
+
+
+def test_identical_submissions_at_the_same_moment_become_one_run(app, db, worker_online, broker_messages):
+    """A class pressing Run on the gallery seed at once: the check for an identical run and the insert hold one
+    lock, so eight submissions in eight threads get one run, one queued message, and seven answers that share it.
+    (Checked and inserted apart, two threads could both find none and queue two runs.)"""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    request = {"code": SEED, "configs": ["aot_eager"]}
+    barrier = Barrier(8)
+
+    def press(n):
+        client = app.test_client()
+        barrier.wait()
+        return client.post("/api/runs", json=request, environ_base={"REMOTE_ADDR": f"10.1.0.{n}"}).get_json()
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(press, range(8)))
+    assert len({a["id"] for a in answers}) == 1
+    assert sorted(a["reused"] for a in answers) == [False] + [True] * 7
+    assert broker_messages() == 1
+    assert db.query(runstore.Run).count() == 1

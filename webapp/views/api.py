@@ -52,26 +52,24 @@ RATE_LIMITED = ("Too many runs from this address: try again in a minute.", 60)
 def submit(submission: runstore.Submission, parent: Run | None = None) -> tuple[Run | None, bool]:
     """Store and enqueue a validated run (the form posts here too); (None, False) when the client is over its rate
     limit (checked atomically with the insert); (run, True) when an identical run (same request, same software on
-    the queue's workers) answers it instead, unless the submission asks for a fresh one. ``parent``: the run it
+    the queue's workers) answers it instead, checked under the lock of the insert (a class pressing Run at once
+    gets one run), unless the submission asks for a fresh one. ``parent``: the run it
     re-runs with other settings."""
     session = context.session()
     fingerprint = runstore.fingerprint(
         submission, runstore.queue_software(session, context.settings(), runstore.QUEUE_FOR_DEVICE[submission.device])
     )
-    if not submission.fresh:
-        identical = runstore.identical_run(session, fingerprint)
-        if identical is not None:
-            return identical, True
-    run = runstore.create_run(
+    run, reused = runstore.create_or_join_run(
         session,
         submission,
         client=security.client_id(),
         limit=security.submission_limit(),
         parent=parent,
         fingerprint=fingerprint,
+        join=not submission.fresh,
     )
-    if run is None:
-        return None, False
+    if run is None or reused:
+        return run, reused
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever
