@@ -10,9 +10,10 @@ M times: they should become one run. Prints, per run: submit to readable (the re
 readable time and the makespan, with the machine's load before and after.
 
 Each worker warms up as deployed (the trusted precompiled header its CPU jobs share: without it every CPU job
-compiles its own, 1-3 minutes of g++ under load) and the burst is sent once every worker says it is ready; the
-trusted kernel cache of the gallery is off (it would answer the identical seeds' kernels); the rate limit is off for
-the one client.
+compiles its own, 1-3 minutes of g++ under load) and the burst is sent once every worker says it is ready
+(--no-header skips it, for configs without Inductor); the trusted kernel cache of the gallery is off (it would
+answer the identical seeds' kernels); the rate limit is off for the one client. Each pass (worker count) sends codes
+of its own, so no pass is answered by an earlier one's runs.
 
     .venv/bin/python bench/classroom.py N [--identical M] [--workers K] [--device cpu|cuda] [--configs a,b]
     e.g. .venv/bin/python bench/classroom.py 4 --identical 2 --workers 1,2
@@ -47,6 +48,11 @@ def distinct_model(i: int) -> str:
     return SEED.replace("torch.tanh(x)", f"torch.tanh(x) * {1 + (i + 1) / 10:g}")
 
 
+def for_pass(code: str, count: int) -> str:
+    """Each pass its own codes (a comment): one pass's runs never answer the next pass's submissions."""
+    return f"{code}\n# classroom pass with {count} worker(s)\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("distinct", type=int, help="N: distinct seed-sized models")
@@ -54,6 +60,11 @@ def main() -> int:
     parser.add_argument("--workers", default="1", help="comma-separated worker counts K, one pass each")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--configs", default="", help="comma-separated; default: the device's default ladder")
+    parser.add_argument(
+        "--no-header",
+        action="store_true",
+        help="skip the workers' precompiled-header warm-up (minutes under load): for configs without Inductor",
+    )
     args = parser.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     passes = []
@@ -92,6 +103,7 @@ def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> 
             env = dict(
                 PT2SCOPE_INSTANCE=os.path.join(workdir, f"worker-{count}-{i}"),
                 PT2SCOPE_KERNEL_CACHE_GALLERY="none",
+                **({"PT2SCOPE_PCH_WARMUP": "false"} if args.no_header else {}),
                 **deployment.env,
             )
             service = "worker"
@@ -111,7 +123,9 @@ def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> 
             what=f"{count} workers to beat",
             interval=0.5,
         )
-        if args.device == "cpu":  # the header every CPU job shares (workers.tasks._warm_up_caches)
+        if (
+            args.device == "cpu" and not args.no_header
+        ):  # the header every CPU job shares (workers.tasks._warm_up_caches)
             wait_until(
                 lambda: all(
                     "precompiled header ready" in w.output() or "warm-up failed" in w.output() for w in workers
@@ -120,8 +134,10 @@ def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> 
                 what="the workers' precompiled headers",
                 interval=1.0,
             )
-        bodies = [{"code": distinct_model(i), "filename": f"student{i}.py"} for i in range(args.distinct)]
-        bodies += [{"code": SEED, "filename": "seed.py"} for _ in range(args.identical)]
+        bodies = [
+            {"code": for_pass(distinct_model(i), count), "filename": f"student{i}.py"} for i in range(args.distinct)
+        ]
+        bodies += [{"code": for_pass(SEED, count), "filename": "seed.py"} for _ in range(args.identical)]
         for body in bodies:
             body.update(device=args.device, **({"configs": configs} if configs else {}))
         submitted = time.time()
