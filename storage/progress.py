@@ -4,8 +4,11 @@ both from the database); no SQL here.
 
 The time left is measured, not guessed: each step still to come is expected to take what the same step (stage and
 config) took on the queue's recent runs with the same configs, scaled by how this run's finished steps compared
-with theirs (a bigger model is slower at every stage). Without such runs, the steps done so far are the yardstick.
-The estimate counts until the report is readable: work after it (the warm compile) is shown apart.
+with theirs (a bigger model is slower at every stage). A step's time is its wall time as the worker saw it, from its
+start to the next step's start (the last: to the report stored), so the time between the engine's stages (the
+child's imports, writing and storing the report) is counted too: the stages' own seconds leave out about half of a
+small job's time. Without such runs, the steps done so far are the yardstick. The estimate counts until the report
+is readable: work after it (the warm compile) is shown apart.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ SPEED_RANGE = (0.2, 5.0)
 
 @dataclass
 class History:
-    """What recent finished runs of a queue measured: the median seconds of each step (stage, config) among runs
-    with the same configs, the median seconds a job held a worker, and how many runs each figure comes from."""
+    """What recent finished runs of a queue measured: the median wall seconds of each step (stage, config;
+    step_walls) among runs with the same configs, the median seconds a job held a worker, and how many runs each
+    figure comes from."""
 
     step_seconds: dict[tuple[str, str | None], float] = field(default_factory=dict)
     runs: int = 0
@@ -36,13 +40,13 @@ class History:
     jobs: int = 0
 
     @classmethod
-    def measured(cls, step_runs: list[list[dict]], job_seconds: list[float]) -> History:
-        """From the steps of each recent run (progress_steps) and the worker seconds of recent jobs."""
+    def measured(cls, step_runs: list[tuple[list[dict], datetime]], job_seconds: list[float]) -> History:
+        """From the steps of each recent run (progress_steps) with the time its report was stored, and the worker
+        seconds of recent jobs."""
         samples: dict[tuple[str, str | None], list[float]] = {}
-        for steps in step_runs:
-            for step in steps:
-                if step["state"] == "finished" and step["seconds"] is not None:
-                    samples.setdefault((step["stage"], step["config"]), []).append(step["seconds"])
+        for steps, readable_at in step_runs:
+            for step, wall in step_walls(steps, readable_at):
+                samples.setdefault((step["stage"], step["config"]), []).append(wall)
         return cls(
             step_seconds={key: statistics.median(values) for key, values in samples.items()},
             runs=len(step_runs),
@@ -146,28 +150,47 @@ def stage_progress(run: Run) -> list[dict]:
     return progress
 
 
+def step_walls(steps: list[dict], readable_at: datetime | None) -> list[tuple[dict, float]]:
+    """(step, wall seconds) of each step before the report that has ended in wall terms: from its start to the next
+    step's start, the last one's to ``readable_at`` (when known)."""
+    started = sorted(
+        (s for s in steps if s["started_at"] and s["stage"] not in AFTER_REPORT), key=lambda s: s["started_at"]
+    )
+    ends = [parse_iso(s["started_at"]) for s in started[1:]] + [readable_at]
+    return [
+        (step, (end - parse_iso(step["started_at"])).total_seconds())
+        for step, end in zip(started, ends)
+        if end is not None
+    ]
+
+
 def time_left(steps: list[dict], history: History | None = None, now: datetime | None = None) -> float | None:
     """Seconds until the report is readable: the steps still to come before the warm compile, each expected to take
-    what recent runs measured for it (``history``) times this run's speed against them, less what the step under
-    way has run already. Without history: from this run's own steps (steps_left_from_this_run). None when nothing
-    measured can say."""
+    the wall time recent runs measured for it (``history``) times this run's speed against them, less what the
+    step under way has run already. Without history: from this run's own steps (steps_left_from_this_run). None
+    when nothing measured can say."""
     now = now or utcnow()
     before_report = [s for s in steps if s["stage"] not in AFTER_REPORT]
-    ahead = [s for s in before_report if s["state"] in ("pending", "started")]
-    if not ahead:
+    if not any(s["state"] in ("pending", "started") for s in before_report):
         return 0.0
     known = history.step_seconds if history else {}
+    started = sorted((s for s in before_report if s["started_at"]), key=lambda s: s["started_at"])
+    running = started[-1] if started else None  # the others have ended in wall terms: the next one has begun
+    ahead = [s for s in before_report if s["started_at"] is None] + ([running] if running else [])
     if not all((s["stage"], s["config"]) in known for s in ahead):
         return steps_left_from_this_run(before_report, now)
-    done = [s for s in before_report if s["state"] == "finished" and s["seconds"] is not None]
-    pairs = [(s["seconds"], known[(s["stage"], s["config"])]) for s in done if (s["stage"], s["config"]) in known]
+    pairs = [
+        (wall, known[(s["stage"], s["config"])])
+        for s, wall in step_walls(started, None)
+        if (s["stage"], s["config"]) in known
+    ]
     expected_done = sum(e for _, e in pairs)
     speed = sum(a for a, _ in pairs) / expected_done if expected_done > 0.5 else 1.0
     speed = min(max(speed, SPEED_RANGE[0]), SPEED_RANGE[1])
     left = 0.0
     for step in ahead:
         expected = known[(step["stage"], step["config"])] * speed
-        if step["state"] == "started":
+        if step is running:
             expected = max(expected - _running_for(step, now), 0.0)
         left += expected
     return round(left, 1)

@@ -388,7 +388,7 @@ def queue_history(session: Session, queue: str, configs: list[str]) -> progress.
         if r.configs == configs
     ][:HISTORY_RUNS]
     history = progress.History.measured(
-        [progress.progress_steps(r) for r in alike],
+        [(progress.progress_steps(r), r.finished_at) for r in alike],
         [(r.released_at - r.started_at).total_seconds() for r in recent if r.started_at],
     )
     _history_cache[key] = (time.monotonic(), history)

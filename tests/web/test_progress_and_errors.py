@@ -11,7 +11,7 @@ from engine.job import JobRequest
 from engine.reportfile import failed_report
 from storage import runstore
 from storage.config import PROJECT_ROOT
-from storage.models import Run
+from storage.models import Run, RunEvent
 from tests.support import form_token
 
 
@@ -195,33 +195,49 @@ def test_now_names_the_stage_running_now_through_the_recorded_compile(client, db
     assert said == [("dynamo", "dynamo"), ("aot", "aot"), ("inductor", "inductor")]
 
 
-def _finished_run(client, db, configs, step_seconds: dict, held_s: float, code: str) -> Run:
-    """A run that ran and released its worker, with these steps' seconds (as a worker records them)."""
+def _event_at(db, run, stage, state, at, seconds=None, config=None):
+    """An event as a worker records it, at a given moment (the estimates read the steps' wall times)."""
+    _event(db, run, stage, state, seconds, config)
+    event = db.query(RunEvent).filter_by(run_id=run.id).order_by(RunEvent.id.desc()).first()
+    event.created_at = at
+    db.commit()
+
+
+def _finished_run(client, db, configs, plan: dict, held_s: float, code: str) -> Run:
+    """A run that ran and released its worker: each step of ``plan`` took its seconds of wall time, in order, and
+    the report was stored when the last one before the warm compile ended."""
     from datetime import timedelta
 
     run = _queued(client, db, configs, code=code)
     _claim(db, run)
-    for (stage, config), seconds in step_seconds.items():
-        _event(db, run, stage, "started", config=config)
-        _event(db, run, stage, "finished", seconds, config=config)
     run = db.get(Run, run.id)
-    run.status, run.finished_at = "succeeded", run.started_at + timedelta(seconds=held_s)
-    run.released_at = run.started_at + timedelta(seconds=held_s)
+    at = run.started_at
+    for (stage, config), seconds in plan.items():
+        _event_at(db, run, stage, "started", at, config=config)
+        at += timedelta(seconds=seconds)
+        _event_at(db, run, stage, "finished", at, seconds, config=config)
+        if stage == "profile":
+            run.finished_at = at
+    run.status, run.released_at = "succeeded", run.started_at + timedelta(seconds=held_s)
     db.commit()
     return run
 
 
 def test_time_left_and_queue_wait_are_measured_against_recent_runs(client, db, settings):
-    """With earlier runs of the same configs, each step still to come is expected to take what it took them,
-    scaled by how this run's finished steps compare with theirs; a queued run's wait is its place times the
+    """With earlier runs of the same configs, each step still to come is expected to take the wall time it took
+    them, scaled by how this run's steps so far compare with theirs; a queued run's wait is its place times the
     queue's measured job time, shared by the online workers."""
+    from datetime import timedelta
+
+    from storage.models import utcnow
+
     configs = ["eager", "inductor_default"]
-    plan = {
+    plan = {  # contract.vocab.job_plan's order
         ("load", None): 1.0,
         ("eager", None): 1.0,
         ("dynamo", "inductor_default"): 2.0,
-        ("inductor", "inductor_default"): 6.0,
         ("aot", "inductor_default"): 2.0,
+        ("inductor", "inductor_default"): 6.0,
         ("report", None): 1.0,
         ("benchmark", "eager"): 2.0,
         ("benchmark", "inductor_default"): 3.0,
@@ -234,14 +250,17 @@ def test_time_left_and_queue_wait_are_measured_against_recent_runs(client, db, s
     runstore._history_cache.clear()
     run = _queued(client, db, configs, code=_report("seed")["source"]["code"] + "\n# this one")
     _claim(db, run)
-    for stage in ("load", "eager"):  # twice as slow as the earlier runs
-        _event(db, run, stage, "started")
-        _event(db, run, stage, "finished", 2.0)
+    began = utcnow() - timedelta(seconds=4)
+    for i, stage in enumerate(("load", "eager")):  # twice as slow as the earlier runs: 2 s each
+        _event_at(db, run, stage, "started", began + timedelta(seconds=2 * i))
+        _event_at(db, run, stage, "finished", began + timedelta(seconds=2 * i + 1.5), 1.5)
+    _event_at(db, run, "dynamo", "started", began + timedelta(seconds=4), config="inductor_default")
     status = client.get(f"/api/runs/{run.slug}").get_json()
-    # The rest until the report (warm compile excluded): 2 + 2 + 6 + 1 + 2 + 3 + 4 + 2 = 22 s, at twice the time.
-    assert status["time_left_s"] == 44.0
+    # Still to come until the report (the warm compile after it): Dynamo, just begun, and 2 + 6 + 1 + 2 + 3 + 4 + 2
+    # s more: 22 s of the earlier runs' wall time, at twice that.
+    assert 43.0 <= status["time_left_s"] <= 44.0
     html = client.get(f"/r/{run.slug}").get_data(as_text=True)
-    assert "about 44 s left until the report" in html
+    assert re.search(r"about 4[34] s left until the report", html)
     # Two runs waiting behind it on one worker: the second waits for this one (40 s measured per job, less what
     # it has run) and the first waiting one (40 s).
     queued = [_queued(client, db, configs, code=f"{_report('seed')['source']['code']}\n# q{i}") for i in range(2)]
