@@ -304,18 +304,19 @@ def get_run(session: Session, slug: str) -> Run | None:
     return session.scalar(select(Run).where(Run.slug == slug))
 
 
-def fair_order(session: Session, queue: str, kind: str | None = None) -> list[Run]:
-    """The queued runs of a queue (of one kind: jobs and imports are claimed by their own tasks) in the order the
+def fair_order(session: Session, queue: str, kind: str | None = None) -> list[int]:
+    """The ids of the queued runs of a queue (of one kind: jobs and imports are claimed by their own tasks) in the order the
     workers start them: round-robin across clients, so one client's many runs never hold back another's. A run's
     round is how many runs its client has had served while the queue was waiting (running, or started or released
     since the oldest queued run was submitted) or queued before it; the rounds run in turn, each in the order of
-    submission (a classroom's single runs go before one student's fifth)."""
+    submission (a classroom's single runs go before one student's fifth). Read by every waiting page's poll: only
+    the three columns it needs, never the runs' code."""
     kinds = (kind,) if kind is not None else (JOB, IMPORT)
-    waiting = list(
-        session.scalars(
-            select(Run).where(Run.status == QUEUED, Run.queue == queue, Run.kind.in_(kinds)).order_by(Run.id)
-        )
-    )
+    waiting = session.execute(
+        select(Run.id, Run.client, Run.created_at)
+        .where(Run.status == QUEUED, Run.queue == queue, Run.kind.in_(kinds))
+        .order_by(Run.id)
+    ).all()
     if not waiting:
         return []
     oldest = waiting[0].created_at
@@ -326,17 +327,17 @@ def fair_order(session: Session, queue: str, kind: str | None = None) -> list[Ru
         (Run.status == RUNNING) | (Run.started_at >= oldest) | (Run.released_at >= oldest),
     )
     rounds, keyed = Counter(session.scalars(served)), []
-    for run in waiting:
-        keyed.append(((rounds[run.client], run.id), run))
-        rounds[run.client] += 1
-    return [run for _, run in sorted(keyed, key=lambda pair: pair[0])]
+    for run_id, client, _ in waiting:
+        keyed.append((rounds[client], run_id))
+        rounds[client] += 1
+    return [run_id for _, run_id in sorted(keyed)]
 
 
 def queue_position(session: Session, run: Run) -> int | None:
     """1 for the next run its queue will start (fair_order); None once it is no longer waiting."""
     if run.status != QUEUED:
         return None
-    order = [r.id for r in fair_order(session, run.queue)]
+    order = fair_order(session, run.queue)
     return order.index(run.id) + 1 if run.id in order else None
 
 
@@ -406,16 +407,15 @@ def claim_next(session: Session, queue: str, kind: str, worker_name: str, pid: i
     """Move the fairest queued run of this queue and kind (fair_order) to running for this worker; None when none
     is queued. Each task message claims one run, not necessarily its own: there is one message per queued run, so
     every run is claimed once. The claim is one conditional UPDATE: two workers never claim the same run."""
-    for candidate in fair_order(session, queue, kind):
+    for run_id in fair_order(session, queue, kind):
         claimed = session.execute(
             update(Run)
-            .where(Run.id == candidate.id, Run.status == QUEUED)
+            .where(Run.id == run_id, Run.status == QUEUED)
             .values(status=RUNNING, started_at=utcnow(), worker_name=worker_name, worker_pid=pid)
         ).rowcount
         session.commit()
         if claimed:
-            session.refresh(candidate)
-            return candidate
+            return session.get(Run, run_id, populate_existing=True)
     return None
 
 

@@ -266,9 +266,9 @@ def test_time_left_and_queue_wait_are_measured_against_recent_runs(client, db, s
     queued = [_queued(client, db, configs, code=f"{_report('seed')['source']['code']}\n# q{i}") for i in range(2)]
     second = client.get(f"/api/runs/{queued[1].slug}").get_json()["queue"]
     assert second["position"] == 2 and second["workers"] == 1 and second["from_jobs"] == 3
-    assert 79.0 <= second["wait_s"] <= 80.0
+    assert 70.0 <= second["wait_s"] <= 80.0  # less the seconds this test has run since the claim
     assert re.fullmatch(
-        r" \(1 run before it; about (79|80) s to wait, from the last 3 jobs on 1 worker\)", second["text"]
+        r" \(1 run before it; about (7\d|80) s to wait, from the last 3 jobs on 1 worker\)", second["text"]
     )
     page = client.get(f"/r/{queued[1].slug}").get_data(as_text=True)
     assert second["text"] in page
@@ -292,5 +292,5 @@ def test_clients_take_turns_in_the_queue(client, db):
     assert claimed.slug == first_a[0]
     # a has one running now: b's next run goes before a's second.
     second_b = submit(b, "b1")
-    order = [r.slug for r in runstore.fair_order(db, "cpu")]
+    order = [db.get(Run, run_id).slug for run_id in runstore.fair_order(db, "cpu")]
     assert order == [first_b, first_a[1], second_b, first_a[2], first_a[3]]
