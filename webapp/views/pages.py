@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
 from contract.vocab import DEFAULT_CONFIGS
-from storage import runstore
+from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
 from webapp import context, security, tabs
 from webapp.examples import list_examples, read_example
@@ -154,11 +154,11 @@ def report(slug: str, tab: str):
     if run.status == RUNNING:
         runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
     finished = run.status in FINISHED_STATUSES
-    progress = runstore.stage_progress(run)
-    steps = runstore.progress_steps(run)
+    stages = progress.stage_progress(run)
+    steps = progress.progress_steps(run)
     error = runstore.error_of(run)
     stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
-    ready = overview.tabs_ready(progress, run.status, error, stored)
+    ready = overview.tabs_ready(stages, run.status, error, stored)
     if stored and tab == "overview":  # the story reads every section; graphs without their nodes
         sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
     elif tab in ready:  # graphs without their nodes: each viewer fetches its own
@@ -170,11 +170,13 @@ def report(slug: str, tab: str):
         if finished and run.kind == IMPORT
         else None
     )
-    states = overview.stage_states(progress, run.status, error)
+    if trace_import:  # a further rank's report lists only the first rank and itself
+        trace_import = runstore.import_ranks(session, run, trace_import)
+    states = overview.stage_states(stages, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
     tale = (
-        overview.story(sections, progress=progress, run_status=run.status, failure=error, filename=run.filename)
+        overview.story(sections, progress=stages, run_status=run.status, failure=error, filename=run.filename)
         if tab == "overview"
         else None
     )
@@ -185,11 +187,12 @@ def report(slug: str, tab: str):
         tabs=TABS,
         finished=finished,
         steps=steps,
-        time_left=runstore.time_left(steps),
-        still_measuring=runstore.still_measuring(run, steps, context.settings()),
-        queue_position=runstore.queue_position(session, run),
+        current=progress.current_step(steps),
+        time_left=runstore.time_left(session, run, steps),
+        still_measuring=progress.still_measuring(run, steps, context.settings()),
+        queue=runstore.queue_estimate(session, context.settings(), run),
         error=error,
-        messages=runstore.messages(run),
+        messages=progress.messages(run),
         sections=sections,
         stage=stage_sections,
         other_fields=other_fields,
