@@ -17,12 +17,12 @@ sys.path.insert(0, ROOT)
 
 from engine.job import JobRequest, run_job  # noqa: E402
 
-# Plain torch.compile, loaded by the same loader as the engine, timed the same way (engine.stages.runtime).
+# Plain torch.compile, loaded by the same loader as the engine, timed the same way (engine.stages.runtime.workload).
 PLAIN = """
 import sys, time, json
 import torch, torch._inductor.config as ic, torch._functorch.config as fc
 from engine.usercode import load
-from engine.stages.runtime import Workload
+from engine.stages.runtime.workload import Workload
 ic.fx_graph_cache = False; fc.enable_autograd_cache = False
 p = load(open(sys.argv[1]).read(), sys.argv[1].rsplit('/', 1)[-1], 'cpu', None)
 w = Workload(p.model, p.inputs_list, p.train, p.loss_fn, 'cpu')

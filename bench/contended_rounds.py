@@ -1,5 +1,5 @@
 """The seed's speedup on a quiet machine and beside other processes that take cores, job after job interleaved:
-what the ladder's contention check (engine.stages.runtime.CpuWindow) makes of each.
+what the ladder's contention check (engine.measure.load.CpuWindow) makes of each.
 
 Each pair runs one job alone, then one job while ``--loops`` busy loops (`while True: pass`, one process each)
 spin for the whole job. A step that wants every core loses one of its threads to a loop at every parallel

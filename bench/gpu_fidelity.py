@@ -5,7 +5,7 @@ fidelity, per model: the engine's job (`python -m engine explore`, its own child
 the same configs compiled afresh (on the job's warm caches) and measured by
   - throughput: an independent loop (a user's: `with torch.no_grad(): for _ in range(n): fn(x)`, CUDA events around
     the N back-to-back steps, N = the engine's steps_per_round) interleaved round by round with the engine's own
-    round (engine.stages.runtime.time_round on the same function): the engine's method against a loop in the same
+    round (engine.stages.runtime.timing.time_round on the same function): the engine's method against a loop in the same
     process at the same time, and the job's figure (another process, a minute earlier) against both;
   - GPU busy: triton.testing.do_bench (median; flushes the L2 before each repetition, and its events include the
     host's gaps once a step's launches outlast the flush), triton.testing.do_bench_cudagraph (median; the step
@@ -35,7 +35,9 @@ import torch.utils._pytree as pytree
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
-from engine.stages import runtime  # noqa: E402 - the engine's own timing code, measured in this process
+from engine.stages.runtime import profiling, timing  # noqa: E402 - the engine's own timing code, measured in this process
+from engine.stages.runtime.rung import Rung  # noqa: E402
+from engine.stages.runtime.workload import Workload  # noqa: E402
 
 FIDELITY_CASES = {
     "seed": "examples/seed.py",
@@ -74,14 +76,14 @@ class Case:
         inputs_list = [pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), a) for a in inputs_list]
         model = ns["model"].to(device) if isinstance(ns["model"], torch.nn.Module) else ns["model"]
         self.train = bool(ns.get("train"))
-        self.workload = runtime.Workload(model, inputs_list, self.train, None, device)
+        self.workload = Workload(model, inputs_list, self.train, None, device)
         inst = self.workload.fresh()
         self.cudagraphs = config == "inductor_reduce_overhead" and device == "cuda"
         backend = "aot_eager" if config == "aot_eager" else "inductor"
         fn = inst.model if config == "eager" else torch.compile(inst.model, backend=backend, mode=MODES[config])
-        self.rung = runtime.Rung(config, inst, fn, {}, self.cudagraphs)
+        self.rung = Rung(config, inst, fn, {}, self.cudagraphs)
         self.fn, self.inputs, self.params = fn, inst.inputs, [p for _, p in inst.params]
-        self.rung.step_s = runtime.warm_up(self.workload, self.rung)
+        self.rung.step_s = timing.warm_up(self.workload, self.rung)
 
     def steps(self, n):
         """n steps as a user writes them."""
@@ -180,7 +182,7 @@ def measure(path, configs, device, steps_per_round, rounds=ROUNDS, references=Tr
         for config, case in cases.items():
             if i % 2:
                 loop[config].append(case.loop_ms(case.rung.steps_per_round))
-            ours[config].append(runtime.time_round(case.workload, case.rung))
+            ours[config].append(timing.time_round(case.workload, case.rung))
             if not i % 2:
                 loop[config].append(case.loop_ms(case.rung.steps_per_round))
     results = {}
@@ -199,7 +201,7 @@ def measure(path, configs, device, steps_per_round, rounds=ROUNDS, references=Tr
 
 def profiler_busy(cases):
     """The engine's gpu_busy_ms (profiler, sum of kernel time) on this process's functions."""
-    return {config: runtime.gpu_busy_ms(case.workload, case.rung) for config, case in cases.items()}
+    return {config: profiling.gpu_busy_ms(case.workload, case.rung) for config, case in cases.items()}
 
 
 def fidelity_case(name, out_dir, jobs, device, configs, everything, alive, job_dirs, rows):

@@ -37,9 +37,9 @@ ALL_BEFORE = [
 RUN = """
 import json, sys, torch, torch._inductor.config as ic, torch._functorch.config as fc
 from engine import logtap
-import engine.stages.dynamo, engine.stages.inductor, engine.stages.runtime  # the readers declare their inputs
+import engine.stages.dynamo, engine.stages.inductor, engine.stages.runtime.compile_times, engine.stages.runtime.cudagraphs  # the readers declare their inputs
 from engine.usercode import load
-from engine.stages.runtime import Workload
+from engine.stages.runtime.workload import Workload
 ic.fx_graph_cache = False; fc.enable_autograd_cache = False
 tap = logtap.LogTap()
 tap.install(json.loads(sys.argv[2]) if sys.argv[2] != "declared" else None)

@@ -10,7 +10,9 @@ Where each stage is captured:
     engine/stages/aot.py        AOTAutograd: joint/forward/backward graphs, saved values, functionalization,
                                 decompositions
     engine/stages/inductor.py   TorchInductor: post-grad graphs, IR, fusion decisions, kernels, output code
-    engine/stages/runtime.py    compile times, timeline, the backend/mode benchmark ladder, profiler, CUDA graphs
+    engine/stages/runtime/      compile times, timeline, the backend/mode benchmark ladder, profiler, CUDA graphs,
+                                the warm compile (one module per concern: its __init__ lists them)
+    engine/measure/             torch-free measurement: statistics, machine load, compile metrics, cache counts
     engine/warm.py              a warm compile in a fresh process (cold vs warm, runtime.compile_cache)
     engine/logtap.py            the log tap and the registry of its readers (what each stage reads from torch's logs)
 """

@@ -60,7 +60,7 @@ class Job:
         else:
             self.timeline.add("handover", prestart.handed_over, time.time())
             dump_at = prestart.stack_dump_at
-            self.state.memory_bandwidth = prestart.memory_bandwidth  # the ladder uses it (engine.stages.runtime)
+            self.state.memory_bandwidth = prestart.memory_bandwidth  # the ladder uses it (engine.stages.runtime.ladder)
         self.prestarted = prestart is not None
         if dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
             self.stack_dump = open(os.path.join(job_dir, "stack-at-time-limit.txt"), "w")
@@ -142,7 +142,8 @@ def pipeline() -> list:
     """The registered stages, in order. Imported here, in the child only (they import torch), after the load stage
     has begun: torch's import time is part of it."""
     from engine.stages.capture import CaptureStage
-    from engine.stages.runtime import LadderStage, ReferenceStage, WarmCompileStage
+    from engine.stages.runtime.ladder import LadderStage, ReferenceStage
+    from engine.stages.runtime.warm_compile import WarmCompileStage
     from engine.usercode import LoadStage
 
     return [LoadStage(), ReferenceStage(), CaptureStage(), LadderStage(), WarmCompileStage()]
@@ -206,7 +207,9 @@ class Prestart:
     timeline: Recorder  # its phases so far, those before the hand-over marked as the prestart's (the report's `ahead`)
     handed_over: float  # unix seconds: when this child turned to its job
     stack_dump_at: str  # unix seconds, as PT2SCOPE_STACK_DUMP_AT: counted from the hand-over
-    memory_bandwidth: dict | None  # engine.stages.runtime.memory_bandwidth, measured before the job; None: it failed
+    memory_bandwidth: (
+        dict | None
+    )  # engine.stages.runtime.profiling.memory_bandwidth, measured before the job; None: it failed
 
 
 def wait_for_job(go_fd: int, device: str) -> Prestart | None:
@@ -222,7 +225,7 @@ def wait_for_job(go_fd: int, device: str) -> Prestart | None:
         pipeline()  # the engine's stages
     with timeline.span("ladder_setup"):
         try:
-            from engine.stages.runtime import memory_bandwidth
+            from engine.stages.runtime.profiling import memory_bandwidth
 
             bandwidth = {**memory_bandwidth(device), "measured_ahead": True}
         except Exception:  # noqa: BLE001 - the ladder then measures it itself, as without a prestart

@@ -45,7 +45,7 @@ PCH_SUBDIR = os.path.join(f"torchinductor_{JOB_USER}", "precompiled_headers")
 # found only at that same path: every sandboxed job sees its own Triton cache (JOB/triton-cache) at this fixed path.
 SANDBOX_TRITON_CACHE = "/var/cache/pt2scope/triton"
 # Kernel binaries as the caches keep them: C++ kernels (.so) under TORCHINDUCTOR_CACHE_DIR, Triton's under
-# TRITON_CACHE_DIR (.cubin on NVIDIA, .hsaco on AMD). engine.warm counts them; the trusted kernel cache keeps them.
+# TRITON_CACHE_DIR (.cubin on NVIDIA, .hsaco on AMD). engine.measure.caches counts them; the trusted kernel cache keeps them.
 BINARY_SUFFIXES = (".so", ".cubin", ".hsaco")
 # The trusted kernel cache (publish_kernel_cache): its subfolders and the job folder each is bound into.
 KERNEL_STORE_ROOTS = {"inductor": "inductor-cache", "triton": "triton-cache"}

@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 from contract.userfile import is_user_file
 from engine.reportfile import empty_dir
 from engine.stages.base import Stage
+from engine.stages.runtime.workload import Workload
 
 
 class UserCodeError(Exception):
@@ -170,7 +171,6 @@ class LoadStage(Stage):
         from engine.logtap import LogTap
         from engine.reportfile import environment
         from engine.stages.base import Context
-        from engine.stages.runtime import Workload
 
         t0 = job.begin("load")
         req = job.request

@@ -15,59 +15,6 @@ import json
 import os
 import sys
 
-from engine.sandbox import BINARY_SUFFIXES
-
-
-def kernel_binaries() -> set[str]:
-    found = set()
-    for variable in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
-        root = os.environ.get(variable)
-        if not root or not os.path.isdir(root):
-            continue
-        for folder, _, files in os.walk(root):
-            found.update(os.path.join(folder, f) for f in files if f.endswith(BINARY_SUFFIXES))
-    return found
-
-
-def trusted_binaries(binaries: set[str]) -> set[str]:
-    """The binaries on a read-only mount: the worker's trusted kernel cache, bound by the sandbox
-    (engine.sandbox.publish_kernel_cache). A job cannot make one (it may not mount), so it cannot pass off a binary
-    of its own as trusted."""
-    found = set()
-    for path in binaries:
-        try:
-            if os.statvfs(path).f_flag & os.ST_RDONLY:
-                found.add(path)
-        except OSError:
-            pass
-    return found
-
-
-def cache_counts(counters, kernels: int, binaries_written: int) -> dict:
-    """Hits and misses per cache from torch's counters (dynamo.utils.counters). Kernels: torch counts no on-disk
-    kernel-cache hits, so they are measured: binaries written to the cache folders during the compile are misses
-    (at most one per generated kernel: a C++ compile can also write helpers), the other generated kernels hits."""
-    inductor, aot = counters["inductor"], counters["aot_autograd"]
-    misses = min(kernels, binaries_written)
-    return {
-        "fx_graph": {
-            "hits": inductor["fxgraph_cache_hit"],
-            "misses": inductor["fxgraph_cache_miss"],
-            "bypasses": inductor["fxgraph_cache_bypass"],
-        },
-        "aot_autograd": {
-            "hits": aot["autograd_cache_hit"],
-            "misses": aot["autograd_cache_miss"],
-            "bypasses": aot["autograd_cache_bypass"],
-        },
-        "kernels": {
-            "hits": kernels - misses,
-            "misses": misses,
-            "generated": kernels,
-            "binaries_written": binaries_written,
-        },
-    }
-
 
 def main(argv: list[str]) -> int:
     job_dir, config_name, out_path = argv
@@ -75,8 +22,11 @@ def main(argv: list[str]) -> int:
 
     from contract.vocab import CONFIGS
     from engine import logtap, usercode
+    from engine.measure.caches import cache_counts, kernel_binaries
+    from engine.measure.compile_metrics import compile_seconds
     from engine.stages import inductor as inductor_stage
-    from engine.stages import runtime
+    from engine.stages.runtime import compile_times  # noqa: F401 - declares the log readers read below
+    from engine.stages.runtime.workload import Workload
 
     with open(os.path.join(job_dir, "request.json")) as f:
         request = json.load(f)
@@ -93,7 +43,7 @@ def main(argv: list[str]) -> int:
     tap = logtap.LogTap()
     tap.install(artifacts=())
     before = kernel_binaries()
-    workload = runtime.Workload(program.model, program.inputs_list, program.train, program.loss_fn, request["device"])
+    workload = Workload(program.model, program.inputs_list, program.train, program.loss_fn, request["device"])
     inst = workload.fresh()
     compiled = torch.compile(inst.model, backend=config.backend, mode=config.mode)
     # The recorded compile's step (grad mode included: an inference graph without train), so the same graphs and
@@ -107,7 +57,7 @@ def main(argv: list[str]) -> int:
     result = {
         "status": "ok",
         "config": config_name,
-        "seconds": runtime.compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"]),
+        "seconds": compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"]),
         "caches": cache_counts(torch._dynamo.utils.counters, kernels, written),
     }
     with open(out_path, "w") as f:

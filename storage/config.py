@@ -65,6 +65,7 @@ class Settings:
     # expand to once decompressed.
     max_trace_mb: int = 256
     max_trace_expanded_mb: int = 2048
+    max_trace_ranks: int = 1024  # logs in one upload: each becomes a run of its own
     secret_key: str = ""  # signs the session cookie that carries the CSRF token; empty: kept in the instance
 
     def job_limits(self) -> dict:
@@ -154,4 +155,5 @@ SECURITY_ENV = {
     "secret_key": "PT2SCOPE_SECRET_KEY",
     "max_trace_mb": "PT2SCOPE_MAX_TRACE_MB",
     "max_trace_expanded_mb": "PT2SCOPE_MAX_TRACE_EXPANDED_MB",
+    "max_trace_ranks": "PT2SCOPE_MAX_TRACE_RANKS",
 }

@@ -9,11 +9,13 @@ import gc
 import torch
 
 from contract.vocab import capture_config
-from engine.stages import runtime
 from engine.stages.aot import AotCollector
 from engine.stages.base import Stage
 from engine.stages.dynamo import DynamoCollector
 from engine.stages.inductor import InductorCollector
+from engine.stages.runtime.compile_times import RuntimeCollector
+from engine.stages.runtime.cudagraphs import CudagraphWatch
+from engine.usercode import compile_failure
 
 
 class CaptureStage(Stage):
@@ -60,7 +62,7 @@ class CaptureStage(Stage):
         compiled = torch.compile(inst.model, backend=capture_backend)
         cudagraph_steps = target.mode == "reduce-overhead" and ctx.device == "cuda"
         # The recorded rung's CUDA-graph status includes what its compile said (skip reasons are logged then).
-        watch = state.watches.setdefault(target.name, runtime.CudagraphWatch(ctx))
+        watch = state.watches.setdefault(target.name, CudagraphWatch(ctx))
         t0 = job.begin("dynamo", config=target.name)
         try:
             with watch:
@@ -69,13 +71,11 @@ class CaptureStage(Stage):
                     dynamo.numbered_calls(compiled, inst.inputs), inst, cudagraph_steps=cudagraph_steps
                 )
         except Exception as exc:
-            from engine.usercode import compile_failure
-
             raise compile_failure(exc, ctx.user_file, job.stage if job.stage != "eager" else "dynamo") from None
         finally:
             ctx.recording = False
         state.recorded = (inst, compiled, capture_ms, outs, grads)
-        runtime.RuntimeCollector(ctx).collect(job.report)
+        RuntimeCollector(ctx).collect(job.report)
         seconds = job.report["runtime"]["compile_seconds"]
         durations = {
             "dynamo": seconds.get("dynamo"),

@@ -1,5 +1,5 @@
 // Plotly charts (bundled offline in static/vendor/): each .chart element carries its figure as JSON in
-// data-chart, built by webapp/reportview.py. Plotly (1.2 MB) is fetched only when a chart comes into view, so it
+// data-chart, built by the tab modules (webapp/tabs/). Plotly (1.2 MB) is fetched only when a chart comes into view, so it
 // never delays the page or its graphs.
 function setUpCharts() {
   const charts = document.querySelectorAll(".chart[data-chart]");

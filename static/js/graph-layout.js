@@ -26,7 +26,7 @@ export function moduleLabel(path) {
   return String(path).replace(/^L\['self'\]\.?/, "").replace(/^L\['([^']*)'\]/, "$1") || "self";
 }
 
-/** Node i's value of a recorded field (op, target, shape, ...: the columns of webapp/reportview.py's graph_payload). */
+/** Node i's value of a recorded field (op, target, shape, ...: the columns of contract/graphs.py's graph_payload). */
 export function field(model, key, i) {
   const column = model.columns[key];
   return column.values[column.index[i]];

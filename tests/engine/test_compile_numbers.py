@@ -14,13 +14,16 @@ from contract.compile_id import CompileId, canonical, compile_key
 from contract.counts import COUNTS, summarize
 from engine import logtap
 from engine.logtap import LoadedLog, UndeclaredInput, artifacts_read, load_trace_log
+from engine.measure.caches import cache_counts
+from engine.measure.compile_metrics import compile_seconds
 from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the Dynamo readers
 from engine.stages import inductor as inductor_stage
 from engine.stages.dynamo import parse_recompiles
-from engine.stages.runtime import compile_seconds
-from engine.warm import cache_counts
 from tests.engine.conftest import run_code
-from webapp import reportview
+from webapp.tabs import aot as aot_view
+from webapp.tabs import dynamo as dynamo_view
+from webapp.tabs import inductor as inductor_view
+from webapp.tabs import runtime as runtime_view
 
 TRACES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "traces-h200-torch2.11")
 
@@ -65,9 +68,13 @@ def test_a_restarted_compiles_kernels_meet_their_post_grad_graph():
             {"compile_id": "2/0", "kind": "inference"},
         ]
     }
-    assert [reportview.graph_id_of_kernel(inductor, k) for k in kernels] == ["postgrad-0", "postgrad-1", "postgrad-2"]
+    assert [inductor_view.graph_id_of_kernel(inductor, k) for k in kernels] == [
+        "postgrad-0",
+        "postgrad-1",
+        "postgrad-2",
+    ]
     aot = {"graphs": [{"compile_id": "0/0", "kind": "inference"}]}
-    assert reportview.graph_id_by_kind(aot, "0/0_1", "inference") == "aot-0"
+    assert aot_view.graph_id_by_kind(aot, "0/0_1", "inference") == "aot-0"
 
 
 def test_torch_logs_prefixes_become_the_reports_spelling():
@@ -145,7 +152,7 @@ def test_guard_counts_are_torchs_and_the_same_everywhere(recompiling):
     guards = recompiling["dynamo"]["guards"]
     assert [g["compile_id"] for g in guards] == ["0/0", "0/1", "0/2"] and all(g["count"] > 0 for g in guards)
     assert recompiling["summary"]["counts"]["guards"] == sum(g["count"] for g in guards)
-    rows = reportview.guards_by_compile_id(recompiling["dynamo"])
+    rows = dynamo_view.guards_by_compile_id(recompiling["dynamo"])
     assert [r["count"] for r in rows] == [g["count"] for g in guards]
     assert [r["compile_id"] for r in rows[1]["recompiles"]] == ["0/1"]
 
@@ -153,7 +160,7 @@ def test_guard_counts_are_torchs_and_the_same_everywhere(recompiling):
 def test_guard_count_on_the_page_is_torchs_not_a_count_of_lines():
     (guards,) = logtap.read(recorded("seed_default"), "dynamo.guards")
     assert guards["count"] == 12  # CompilationMetrics.guard_count of the recorded compile
-    (row,) = reportview.guards_by_compile_id({"guards": [guards], "recompiles": []})
+    (row,) = dynamo_view.guards_by_compile_id({"guards": [guards], "recompiles": []})
     assert row["count"] == 12
 
 
@@ -183,7 +190,7 @@ def test_graph_breaks_kernels_under_inductor_meet_their_graphs_and_lines(explore
     post_grad = [g["compile_id"] for g in inductor["post_grad_graphs"]]
     assert post_grad == ["0/0_1", "1/0_1", "2/0"] and {k["compile_id"] for k in kernels} == set(post_grad)
     assert all(k["source_nodes"] and k["aten_ops"] and k["source_lines"] for k in kernels)
-    assert [reportview.graph_id_of_kernel(inductor, k) for k in kernels] == [
+    assert [inductor_view.graph_id_of_kernel(inductor, k) for k in kernels] == [
         f"postgrad-{post_grad.index(k['compile_id'])}" for k in kernels
     ]
     marked = {n["marks"]["kernel"] for g in inductor["post_grad_graphs"] for n in g["nodes"] if n["marks"]}
@@ -217,10 +224,10 @@ def test_training_compile_counts_the_backward_once():
 def test_the_compile_chart_and_table_show_exclusive_stages_that_add_up():
     metrics = logtap.read(recorded("mlp_train_bf16"), "runtime.compile_metrics")
     runtime = {"compile_seconds": compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"])}
-    (cold,) = reportview.compile_runs(runtime)
-    column = [row["cells"][0]["seconds"] for row in reportview.compile_stage_table([cold])]
+    (cold,) = runtime_view.compile_runs(runtime)
+    column = [row["cells"][0]["seconds"] for row in runtime_view.compile_stage_table([cold])]
     assert sum(column) == pytest.approx(runtime["compile_seconds"]["total"], abs=1e-3)
-    chart = reportview.compile_stage_chart(runtime)
+    chart = runtime_view.compile_stage_chart(runtime)
     assert chart["layout"]["barmode"] == "stack" and "nest" not in json.dumps(chart["layout"])
     assert "add up" in chart["layout"]["xaxis"]["title"]["text"]
 
@@ -228,7 +235,7 @@ def test_the_compile_chart_and_table_show_exclusive_stages_that_add_up():
 def test_a_stored_report_with_nested_stages_is_shown_adding_up():
     """Reports stored before the fix double-counted the backward (in inductor/codegen and in backward)."""
     old = {"dynamo": 0.37, "aot_autograd": 1.26, "inductor": 1.17, "codegen": 3.11, "backward": 1.8, "total": 5.91}
-    shown = reportview.exclusive_compile_seconds(old)
+    shown = runtime_view.exclusive_compile_seconds(old)
     parts = [v for k, v in shown.items() if k != "total"]
     assert sum(parts) == pytest.approx(old["total"], abs=1e-2) and "inductor_and_codegen" in shown
 
@@ -406,7 +413,7 @@ def test_after_the_recorded_compile_only_the_ladders_artifacts_stay_on_and_nothi
     code = """
 import logging, torch
 from engine.logtap import LogTap, artifacts_read
-import engine.stages.runtime, engine.stages.dynamo, engine.stages.inductor
+import engine.stages.runtime.compile_times, engine.stages.runtime.cudagraphs, engine.stages.dynamo, engine.stages.inductor
 from torch._logging._internal import log_registry, log_state
 tap = LogTap(); tap.install(); tap.uninstall_trace()
 foreign = [q for q in log_registry.get_log_qnames() for h in logging.getLogger(q).handlers if h is not tap._handler_artifact]

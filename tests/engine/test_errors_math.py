@@ -2,7 +2,7 @@
 
 import torch
 
-from engine.stages.runtime import max_errors
+from engine.stages.runtime.accuracy import max_errors
 
 
 def test_errors_are_absolute_and_normwise_relative():

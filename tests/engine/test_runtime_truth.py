@@ -14,7 +14,11 @@ import torch
 
 from engine.cli import summary
 from engine.job import JobRequest, run_job
-from engine.stages import runtime
+from engine.measure.load import CONTENTION_CORES, CpuWindow
+from engine.measure.stats import median_interval, speedup
+from engine.stages.runtime import accuracy, cudagraphs, timing
+from engine.stages.runtime.rung import Rung
+from engine.stages.runtime.workload import Workload
 from tests.engine.conftest import EXAMPLES, NO_INDUCTOR
 
 MODELS = {
@@ -293,10 +297,10 @@ def test_a_timed_round_of_a_host_bound_step_costs_what_a_users_loop_costs():
     The round that reset gradients and read the clock after every step read 1.14-1.32x the loop here (median of
     paired rounds, at loads 0.7-11 on the 2 cores), the lean one 0.99-1.04x (docs/benchmarks.md, "GPU fidelity")."""
     model = torch.nn.Linear(4, 4)
-    workload = runtime.Workload(model, [(torch.randn(1, 4),)], False, None, "cpu")
+    workload = Workload(model, [(torch.randn(1, 4),)], False, None, "cpu")
     inst = workload.fresh()
-    rung = runtime.Rung("eager", inst, inst.model, {})
-    rung.step_s = runtime.warm_up(workload, rung)
+    rung = Rung("eager", inst, inst.model, {})
+    rung.step_s = timing.warm_up(workload, rung)
     rung.steps_per_round = steps = 500
     fn, (args,) = inst.model, inst.inputs
 
@@ -310,7 +314,7 @@ def test_a_timed_round_of_a_host_bound_step_costs_what_a_users_loop_costs():
     ratios = []
     for i in range(61):
         loop_first = loop_ms() if i % 2 else None
-        ours = runtime.time_round(workload, rung)
+        ours = timing.time_round(workload, rung)
         ratios.append(ours / (loop_first or loop_ms()))
     assert statistics.median(ratios) < 1.10, sorted(ratios)
 
@@ -336,13 +340,13 @@ def busy_loops(count):
 
 
 def test_the_cpu_window_counts_other_processes_and_not_the_jobs_own_work():
-    window = runtime.CpuWindow()
+    window = CpuWindow()
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < 0.5:  # this process's own work is not the machine being busy
         pass
     quiet = window.other_cores()
     with busy_loops(1):
-        window = runtime.CpuWindow()
+        window = CpuWindow()
         time.sleep(1.0)
         busy = window.other_cores()
     assert quiet < 0.5 and 0.7 < busy < 1.4, (quiet, busy)
@@ -372,30 +376,30 @@ def test_a_burst_of_other_work_is_dropped_and_timed_again(monkeypatch):
     """Busy loops during the first batch of rounds only: those rounds are dropped, the batch is timed again on the
     quiet machine, and the figures are the quiet ones."""
     x = torch.randn(256, 256)
-    workload = runtime.Workload(lambda t: t.sin(), [(x,)], False, None, "cpu")
+    workload = Workload(lambda t: t.sin(), [(x,)], False, None, "cpu")
     rungs = []
     for name, fn in [("eager", lambda t: t.sin()), ("other", lambda t: t.cos())]:
         inst = workload.fresh()
-        rung = runtime.Rung(name, inst, fn, {"status": "ok"})
-        rung.step_s = runtime.warm_up(workload, rung)
+        rung = Rung(name, inst, fn, {"status": "ok"})
+        rung.step_s = timing.warm_up(workload, rung)
         rungs.append(rung)
-    timed, real_round = [], runtime.time_round
+    timed, real_round = [], timing.time_round
     with busy_loops(os.cpu_count()) as stop:
 
         def time_round(workload, rung):
-            if len(timed) == runtime.MIN_ROUNDS * len(rungs):
+            if len(timed) == timing.MIN_ROUNDS * len(rungs):
                 stop()  # the first batch is over: the burst ends
             timed.append(rung.name)
             return real_round(workload, rung)
 
-        monkeypatch.setattr(runtime, "time_round", time_round)
+        monkeypatch.setattr(timing, "time_round", time_round)
         rt = {}
-        runtime.LadderStage.time_rounds(workload, rungs, rt, None)
+        timing.time_rounds(workload, rungs, rt, None)
     load = rt["load"]
-    assert load["dropped_rounds"] == runtime.MIN_ROUNDS and not load["contended"], load
-    assert load["other_cpu_cores"] < runtime.CONTENTION_CORES and "dropped and retimed" in load["text"], load
-    assert len(timed) >= 2 * runtime.MIN_ROUNDS * len(rungs)
-    assert all(len(r.rounds_ms) == rt["timing"]["rounds"] >= runtime.MIN_ROUNDS for r in rungs)
+    assert load["dropped_rounds"] == timing.MIN_ROUNDS and not load["contended"], load
+    assert load["other_cpu_cores"] < CONTENTION_CORES and "dropped and retimed" in load["text"], load
+    assert len(timed) >= 2 * timing.MIN_ROUNDS * len(rungs)
+    assert all(len(r.rounds_ms) == rt["timing"]["rounds"] >= timing.MIN_ROUNDS for r in rungs)
 
 
 # --- the verdict's arithmetic, without a job --------------------------------------------------------------------
@@ -403,27 +407,27 @@ def test_a_burst_of_other_work_is_dropped_and_timed_again(monkeypatch):
 
 def test_float32_tolerance_is_torch_benchmarks_and_the_fp64_check_rescues_rounding():
     ref = [torch.ones(2000)]
-    assert runtime.compare([torch.ones(2000) + 5e-5], ref, None)["verdict"] == "match"
-    off = runtime.compare([torch.ones(2000) + 1e-3], ref, None)
+    assert accuracy.compare([torch.ones(2000) + 5e-5], ref, None)["verdict"] == "match"
+    off = accuracy.compare([torch.ones(2000) + 1e-3], ref, None)
     assert off["verdict"] == "mismatch" and off["atol"] == 1e-4 and "tensor 0" in off["reason"]
     # Both are as far from the float64 truth: the rung is no worse than eager, so it matches (fp64 check).
     truth = [torch.ones(2000, dtype=torch.float64) + 5e-4]
-    rescued = runtime.compare([torch.ones(2000) + 1e-3], ref, truth)
+    rescued = accuracy.compare([torch.ones(2000) + 1e-3], ref, truth)
     assert rescued["verdict"] == "match" and rescued["fp64_checked"]
 
 
 def test_half_types_get_looser_tolerances_and_integers_compare_exactly():
     ref = [torch.ones(4, dtype=torch.bfloat16)]
-    assert runtime.compare([ref[0] + 0.0078125], ref, None)["verdict"] == "match"
-    assert runtime.compare([torch.tensor([1, 2])], [torch.tensor([1, 3])], None)["verdict"] == "mismatch"
-    assert runtime.tolerance(torch.float32, gradients=True) == pytest.approx(1e-3)
+    assert accuracy.compare([ref[0] + 0.0078125], ref, None)["verdict"] == "match"
+    assert accuracy.compare([torch.tensor([1, 2])], [torch.tensor([1, 3])], None)["verdict"] == "mismatch"
+    assert accuracy.tolerance(torch.float32, gradients=True) == pytest.approx(1e-3)
 
 
 def test_a_speedup_is_decided_only_when_its_rounds_agree():
-    assert runtime.speedup([2.0] * 7, [1.0] * 7)["text"] == "2.00x faster (2.00-2.00)"
-    noisy = runtime.speedup([2.0, 1.0, 3.0, 1.1, 2.5, 0.9, 2.2], [1.0] * 7)
+    assert speedup([2.0] * 7, [1.0] * 7)["text"] == "2.00x faster (2.00-2.00)"
+    noisy = speedup([2.0, 1.0, 3.0, 1.1, 2.5, 0.9, 2.2], [1.0] * 7)
     assert noisy["decided"] is False and noisy["text"].startswith("not decided: measurements too noisy")
-    assert runtime.speedup([1.0] * 7, [1.005] * 7)["verdict"] == "same"
+    assert speedup([1.0] * 7, [1.005] * 7)["verdict"] == "same"
 
 
 def test_cuda_graph_recordings_and_re_recordings_are_counted_with_torchs_reasons():
@@ -433,21 +437,21 @@ def test_cuda_graph_recordings_and_re_recordings_are_counted_with_torchs_reasons
         "[0/0] Re-recording function=0, mode=CompilationMode.FORWARD, reason=static input data pointer "
         "changed.\ninput name: primals_1. data pointer changed from 1 to 2.",
     ]
-    status = runtime.cudagraph_status("cuda", "inductor_reduce_overhead", [], 0, messages)
+    status = cudagraphs.cudagraph_status("cuda", "inductor_reduce_overhead", [], 0, messages)
     assert status["status"] == "used" and status["recordings"] == 1 and status["rerecords"] == 1
     assert status["rerecord_reasons"][0].startswith("static input data pointer changed")
     assert "1 re-recorded: static input data pointer changed" in status["reason"]
-    skipped = runtime.cudagraph_status(
+    skipped = cudagraphs.cudagraph_status(
         "cuda", "inductor_reduce_overhead", ["skipping cudagraphs due to mutated inputs"], 1, []
     )
     assert skipped["status"] == "skipped" and "mutated inputs" in skipped["reason"]
 
 
 def test_the_speedups_interval_is_a_confidence_interval_of_the_median_that_more_rounds_narrow():
-    assert runtime.median_interval(list(range(1, 8))) == (1, 7)  # 7 rounds: their whole range (98% coverage)
-    assert runtime.median_interval(list(range(1, 15))) == (4, 11)
-    assert runtime.median_interval(list(range(1, 22))) == (7, 15)
+    assert median_interval(list(range(1, 8))) == (1, 7)  # 7 rounds: their whole range (98% coverage)
+    assert median_interval(list(range(1, 15))) == (4, 11)
+    assert median_interval(list(range(1, 22))) == (7, 15)
     # One wild round in seven leaves the figure undecided; the same noise over 21 rounds decides it.
     noisy = [4.0, 4.1, 3.9, 4.2, 4.0, 8.0, 4.05]
-    assert runtime.speedup(noisy, [1.0] * 7)["decided"] is False
-    assert runtime.speedup(noisy * 3, [1.0] * 21)["text"] == "4.05x faster (4.00-4.10)"
+    assert speedup(noisy, [1.0] * 7)["decided"] is False
+    assert speedup(noisy * 3, [1.0] * 21)["text"] == "4.05x faster (4.00-4.10)"

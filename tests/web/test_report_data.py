@@ -10,7 +10,9 @@ from contract import graphs, provenance
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.models import ReportGraph, ReportPiece, ReportSection
-from webapp import reportview
+from webapp.tabs import dynamo as dynamo_view
+from webapp.tabs import inductor as inductor_view
+from webapp.tabs import runtime as runtime_view
 
 
 def _report(name: str) -> dict:
@@ -126,20 +128,20 @@ def test_a_line_behind_a_huge_graph_lists_a_capped_number_of_nodes_with_the_tota
 
 def test_kernels_sorted_by_measured_time_with_roofline_share_on_the_h200():
     report = _report("mlp_train")
-    rows = reportview.kernel_rows(report["inductor"], report["runtime"], "AMD EPYC")
+    rows = inductor_view.kernel_rows(report["inductor"], report["runtime"], "AMD EPYC")
     times = [row["total_ms"] for row in rows]
     assert times == sorted(times, reverse=True) and rows[0]["name"] == "cpp_fused_gelu_gelu_backward_sum_1"
     assert all(row["roofline_share"] is None for row in rows)  # no CPU ceiling, and bytes unknown per kernel
 
     gpu = _report("seed_gpu")
-    [row] = reportview.kernel_rows(gpu["inductor"], gpu["runtime"], gpu["environment"]["device_name"])
+    [row] = inductor_view.kernel_rows(gpu["inductor"], gpu["runtime"], gpu["environment"]["device_name"])
     assert row["bytes_accessed"] == 4096 * 4096 * 4 * 2  # read x, write the result
     assert 0.55 < row["roofline_share"] < 0.7  # the H200 measured 61% of its copy bandwidth with do_bench
 
 
 def test_fusion_decisions_grouped_by_reason_in_words_with_their_nodes_and_kernels():
     inductor = _report("mlp_train")["inductor"]
-    graphs = reportview.fusion_groups(inductor)
+    graphs = inductor_view.fusion_groups(inductor)
     backward = next(g for g in graphs if g["kind"] == "backward")
     assert backward["graph_id"] == "postgrad-1"
     assert backward["fused"] == sum(
@@ -159,13 +161,13 @@ def test_fusion_decisions_grouped_by_reason_in_words_with_their_nodes_and_kernel
 
 def test_the_ir_diff_shows_which_nodes_fused_into_which_kernel():
     inductor = _report("mlp_train")["inductor"]
-    pair = next(p for p in reportview.ir_pairs(inductor) if p["kind"] == "forward")
-    rows = reportview.ir_diff(inductor, pair)
+    pair = next(p for p in inductor_view.ir_pairs(inductor) if p["kind"] == "forward")
+    rows = inductor_view.ir_diff(inductor, pair)
     fused = [row for row in rows if row["fused"]]
     assert fused and all(len(row["members"]) > 1 for row in fused)
-    assert len(fused) == reportview.fused_node_count(pair["after"])
+    assert len(fused) == inductor_view.fused_node_count(pair["after"])
     # Every node before fusion appears in exactly one row after it.
-    before = [node["name"] for node in reportview.ir_nodes(pair["before"])]
+    before = [node["name"] for node in inductor_view.ir_nodes(pair["before"])]
     assert sorted(m["name"] for row in rows for m in row["members"]) == sorted(before)
     kernels = {k["name"]: k for k in inductor["kernels"] if k["graph_kind"] == "forward"}
     for row in fused:
@@ -178,19 +180,19 @@ def test_the_ir_diff_shows_which_nodes_fused_into_which_kernel():
 
 
 def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():
-    notes = reportview.host_bound_diagnosis(_report("seed_gpu")["runtime"]["benchmarks"])
+    notes = runtime_view.host_bound_diagnosis(_report("seed_gpu")["runtime"]["benchmarks"])
     assert notes[0].startswith("inductor_default: host-bound. The GPU is busy only 45% of each step")
     assert "measured here it was not faster (0.174 ms per step)" in notes[0]
-    assert reportview.host_bound_diagnosis(_report("seed")["runtime"]["benchmarks"]) == []  # CPU: no GPU time
+    assert runtime_view.host_bound_diagnosis(_report("seed")["runtime"]["benchmarks"]) == []  # CPU: no GPU time
 
 
 def test_the_guard_tree_folds_counts_its_guards_and_marks_the_failed_one():
     dynamo = _report("recompile")["dynamo"]
-    first, second = reportview.guards_by_compile_id(dynamo)
+    first, second = dynamo_view.guards_by_compile_id(dynamo)
     assert first["failed"] == [
         {"guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6", "recompile": "0/1"}
     ]
-    tree, failed = reportview.guard_tree(first["text"], first["failed"])
+    tree, failed = dynamo_view.guard_tree(first["text"], first["failed"])
     (root,) = tree
     leaves = [line for line in first["text"].splitlines() if "+- " in line and "GuardManager" not in line]
     assert root["label"] == "RootGuardManager" and root["count"] == first["count"] == len(leaves) == 14
@@ -199,4 +201,4 @@ def test_the_guard_tree_folds_counts_its_guards_and_marks_the_failed_one():
     tensor_fold = next(c for c in root["children"] if c["label"] == "GuardManager" and "L['x']" in c["text"])
     assert tensor_fold["open"] and root["open"]
     assert not any(c["open"] for c in root["children"] if c is not tensor_fold and c["children"])
-    assert second["failed"] == [] and not reportview.guard_tree(second["text"], [])[1]
+    assert second["failed"] == [] and not dynamo_view.guard_tree(second["text"], [])[1]

@@ -7,7 +7,8 @@ import os
 
 from storage.config import PROJECT_ROOT
 from tests.web.test_web_pages import _store
-from webapp import reportview
+from webapp.tabs import inductor as inductor_view
+from webapp.tabs import runtime as runtime_view
 
 
 def _report(name: str) -> dict:
@@ -58,7 +59,7 @@ def test_a_run_timed_beside_busy_processes_says_so_and_counts_the_steps_page_fau
 def test_a_decided_gpu_speedup_is_quoted_with_its_spread_and_cuda_graphs_beside_its_bar(client, db):
     html = _pages(client, db, "seed_large_gpu")["runtime"]
     assert "4.07x faster (4.06-4.08)" in html
-    chart = reportview.ladder_chart(_report("seed_large_gpu")["runtime"]["benchmarks"])
+    chart = runtime_view.ladder_chart(_report("seed_large_gpu")["runtime"]["benchmarks"])
     labels = dict(zip(chart["data"][0]["x"], chart["data"][0]["text"]))
     assert labels["inductor_default"] == "4.07×" and labels["inductor_reduce_overhead"].endswith("CUDA graphs used")
     assert "used: the compiled graphs were recorded and replayed as CUDA graphs" in html
@@ -73,7 +74,7 @@ def test_an_old_report_without_spreads_never_shows_a_bare_speedup(client, db):
 
 def test_the_cpu_kernel_table_has_bytes_and_a_roofline_share_against_the_workers_measured_bandwidth():
     report = _report("seed_busy_cpu")
-    [row] = reportview.kernel_rows(report["inductor"], report["runtime"], report["environment"]["device_name"])
+    [row] = inductor_view.kernel_rows(report["inductor"], report["runtime"], report["environment"]["device_name"])
     assert row["bytes_accessed"] == 2 * 1024 * 1024 * 4  # one float32 1024x1024 input and output, once each
     measured = report["runtime"]["memory_bandwidth"]["bytes_per_s"]
     assert row["roofline_share"] == row["bandwidth"] / measured

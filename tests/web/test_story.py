@@ -6,7 +6,7 @@ import json
 import os
 
 from storage.config import PROJECT_ROOT
-from webapp import story
+from webapp.tabs import overview as story
 
 FINISHED = [
     {"stage": s, "state": "finished", "seconds": 1.0}

@@ -9,11 +9,13 @@ from flask import Blueprint, Response, abort, render_template
 from markupsafe import Markup
 
 from contract import provenance
-from storage import runstore
+from storage import progress, runstore
 from storage.config import PROJECT_ROOT
 from storage.models import IMPORT, Run, utcnow
-from webapp import context, offline, reportview, story
+from webapp import context, offline
 from webapp.render import Renderer, listing, stylesheet, title_of
+from webapp.tabs import VIEWS, generic
+from webapp.tabs.overview import stage_states
 from webapp.views.pages import DRAWN_FIELDS, EXTRA_SECTIONS, NOT_IN_OVERVIEW, STAGE_TABS, TABS
 
 bp = Blueprint("export", __name__)
@@ -32,12 +34,13 @@ def _tab_html(run: Run, tab: str, sections: dict, renderer: Renderer) -> str:
         stage=stage,
         other_fields=other_fields,
         renderer=renderer,
-        view=reportview,
+        view=VIEWS[tab],
+        generic=generic,
         listing=listing,
         title_of=title_of,
         device_name=(run.environment or {}).get("device_name"),
         error=runstore.error_of(run),
-        states=story.stage_states(runstore.stage_progress(run), run.status, runstore.error_of(run)),
+        states=stage_states(progress.stage_progress(run), run.status, runstore.error_of(run)),
     )
 
 
@@ -87,7 +90,7 @@ def export_html(slug: str):
         provenance_json=provenance_json,
         source_listing=listing(run.code, "L"),
         trace_import=trace_import,
-        exported_at=runstore.iso(utcnow()),
+        exported_at=progress.iso(utcnow()),
         scripts={name: Markup(text) for name, text in scripts.items()},
         worker=Markup(offline.worker_source()),
         worker_element=offline.WORKER_ELEMENT,

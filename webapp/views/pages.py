@@ -7,13 +7,14 @@ from typing import Any
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
 from contract.vocab import DEFAULT_CONFIGS
-from storage import runstore
+from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
-from webapp import context, reportview, security, story
+from webapp import context, security, tabs
 from webapp.examples import list_examples, read_example
 from webapp.heavy import heavy_slot
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
+from webapp.tabs import generic, overview
 from webapp.views.api import RATE_LIMITED, measured_by, submit
 
 bp = Blueprint("pages", __name__)
@@ -157,11 +158,11 @@ def report(slug: str, tab: str):
     if run.status == RUNNING:
         runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
     finished = run.status in FINISHED_STATUSES
-    progress = runstore.stage_progress(run)
-    steps = runstore.progress_steps(run)
+    stages = progress.stage_progress(run)
+    steps = progress.progress_steps(run)
     error = runstore.error_of(run)
     stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
-    ready = story.tabs_ready(progress, run.status, error, stored)
+    ready = overview.tabs_ready(stages, run.status, error, stored)
     if stored and tab == "overview":  # the story reads every section; graphs without their nodes
         sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
     elif tab in ready:  # graphs without their nodes: each viewer fetches its own
@@ -173,11 +174,13 @@ def report(slug: str, tab: str):
         if finished and run.kind == IMPORT
         else None
     )
-    states = story.stage_states(progress, run.status, error)
+    if trace_import:  # a further rank's report lists only the first rank and itself
+        trace_import = runstore.import_ranks(session, run, trace_import)
+    states = overview.stage_states(stages, run.status, error)
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
     tale = (
-        story.story(sections, progress=progress, run_status=run.status, failure=error, filename=run.filename)
+        overview.story(sections, progress=stages, run_status=run.status, failure=error, filename=run.filename)
         if tab == "overview"
         else None
     )
@@ -188,11 +191,12 @@ def report(slug: str, tab: str):
         tabs=TABS,
         finished=finished,
         steps=steps,
-        time_left=runstore.time_left(steps),
-        still_measuring=runstore.still_measuring(run, steps, context.settings()),
-        queue_position=runstore.queue_position(session, run),
+        current=progress.current_step(steps),
+        time_left=runstore.time_left(session, run, steps),
+        still_measuring=progress.still_measuring(run, steps, context.settings()),
+        queue=runstore.queue_estimate(session, context.settings(), run),
         error=error,
-        messages=runstore.messages(run),
+        messages=progress.messages(run),
         sections=sections,
         stage=stage_sections,
         other_fields=other_fields,
@@ -203,7 +207,8 @@ def report(slug: str, tab: str):
         renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"),
         title_of=title_of,
-        view=reportview,
+        view=tabs.VIEWS.get(tab),
+        generic=generic,
         listing=listing,
         present="present" in request.args,
         reused="reused" in request.args,
@@ -237,7 +242,7 @@ def part(slug: str, tab: str, kind: str, key: str):
         abort(404)
     sections = runstore.load_sections(session, run, [tab], outlines=True)
     section = sections.get(tab) or {}
-    found = reportview.find_part(section, kind, key)
+    found = tabs.find_part(section, kind, key)
     if found is None:
         abort(404)
     html = render_template(

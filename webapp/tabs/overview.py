@@ -9,7 +9,8 @@ Reads the report's sections as stored (docs/report-schema.md). Fields added late
 from __future__ import annotations
 
 from storage.runstore import SECTIONS_READY_AFTER
-from webapp.reportview import failed_guards, speedup_text
+from webapp.tabs.dynamo import failed_guards
+from webapp.tabs.runtime import speedup_text
 
 # The pipeline in the order torch.compile runs it: (key, title, tab, engine stages whose end means it ran).
 PIPELINE = (

@@ -1,0 +1,50 @@
+"""The recorded compile's cost: exclusive seconds per stage, each compile's metrics and the compile timeline, read
+from the log tap (the arithmetic is torch-free: engine/measure/compile_metrics.py)."""
+
+from __future__ import annotations
+
+from engine import logtap
+from engine.measure.compile_metrics import compile_seconds, metrics_summary, timeline
+from engine.stages.base import Collector
+from engine.stages.inductor import kernel_count
+from engine.stages.runtime.warm_compile import cold_caches
+
+
+class RuntimeCollector(Collector):
+    section = "runtime"
+
+    def collect(self, report: dict) -> None:
+        tap = self.ctx.tap
+        section = report[self.section]
+        metrics = logtap.read(tap, "runtime.compile_metrics")
+        section["compile_seconds"] = compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"])
+        section["compile_metrics"] = [metrics_summary(m) for m in metrics["forward"]]
+        section["compile_timeline"] = logtap.read(tap, "runtime.timeline")
+        outputs = logtap.read(tap, "inductor.output_code")
+        if outputs:  # Inductor compiled: its caches (graph, AOTAutograd, kernels) are what a warm compile reuses
+            with self.ctx.guard("runtime.compile_cache"):
+                kernels = sum(kernel_count(o["code"]) for o in outputs)
+                section["compile_cache"] = {
+                    "cold": {"seconds": section["compile_seconds"], "caches": cold_caches(kernels)}
+                }
+        if not metrics["forward"]:
+            self.ctx.mark_unavailable("runtime.compilation_metrics", "no compilation_metrics event in the trace")
+
+
+logtap.declare(
+    "runtime.compile_metrics",
+    trace=("compilation_metrics", "bwd_compilation_metrics", "compilation_metrics_runtime"),
+    read=lambda log: {
+        kind: [e["metadata"] for e in log.events(event) if e["metadata"]]
+        for kind, event in (
+            ("forward", "compilation_metrics"),
+            ("backward", "bwd_compilation_metrics"),
+            ("runtime", "compilation_metrics_runtime"),
+        )
+    },
+)
+logtap.declare(
+    "runtime.timeline",
+    trace=("chromium_event",),
+    read=lambda log: timeline([e for e in log.events("chromium_event") if e["payload"]], log),
+)

@@ -1,0 +1,193 @@
+"""The runtime's pipeline stages: plain eager (the reference every rung is judged and timed against), then the
+ladder: every requested config compiled on its own model copy, checked, warmed up, timed in interleaved rounds,
+profiled."""
+
+from __future__ import annotations
+
+import torch
+
+from contract.vocab import CONFIGS
+from engine.measure.stats import speedup
+from engine.stages.base import Stage
+from engine.stages.runtime.accuracy import Reference, first_divergent_stage, rung_verdict
+from engine.stages.runtime.cudagraphs import CudagraphWatch
+from engine.stages.runtime.profiling import gpu_busy_ms, kernel_profile, memory_bandwidth
+from engine.stages.runtime.rung import Rung
+from engine.stages.runtime.timing import latency, time_rounds, warm_up
+from engine.stages.runtime.workload import SEED
+from engine.usercode import user_failure
+
+
+class ReferenceStage(Stage):
+    """Plain eager from the state as loaded and the seed (twice, and once with another seed): the yardstick of
+    every error and the baseline of every speedup. Also states whether the job is inference or training."""
+
+    name = "eager"
+
+    def run(self, job) -> None:
+        state = job.state
+        program = state.program
+        rt = job.report["runtime"]
+        rt["mode"] = {
+            "kind": "training" if program.train else "inference",
+            "grad_enabled": bool(program.train),
+            "reason": program.train_reason,
+        }
+        t0 = job.begin("eager")
+        try:
+            state.reference = Reference(state.workload)
+        except Exception as exc:
+            raise user_failure(
+                exc, state.ctx.user_file, "running the model in eager mode (before any compile)"
+            ) from None
+        rt["reference"] = {
+            "seed": SEED,
+            "model_state": state.workload.model_state,
+            "eager_repeat": state.reference.repeat,
+        }
+        job.end("eager", t0)
+
+
+class LadderStage(Stage):
+    """Every requested config on its own model copy: compiled, checked against eager, warmed up, then timed in
+    rounds interleaved across configs; CUDA-graph status per rung; the recorded Inductor rung profiled per kernel."""
+
+    name = "benchmark"
+
+    def run(self, job) -> None:
+        state, ctx, workload = job.state, job.state.ctx, job.state.workload
+        device, target, reference = ctx.device, state.target, state.reference
+        rt = job.report["runtime"]
+        configs = job.request["configs"]
+        order = [n for n in ["eager", target.name] + configs if n in configs]
+        order = list(dict.fromkeys(order))
+        measured = getattr(state, "memory_bandwidth", None)  # by the prestarted child, before its job (engine.child)
+        if measured and measured.get("device") == device:
+            rt["memory_bandwidth"] = measured
+        else:
+            with ctx.guard("runtime.memory_bandwidth"):
+                rt["memory_bandwidth"] = memory_bandwidth(device)
+        # Rungs are not separated by torch._dynamo.reset() (it would drop the code being compared): each gets its
+        # own recompile budget instead.
+        with ctx.guard("dynamo.recompile_limit"):
+            torch._dynamo.config.recompile_limit = torch._dynamo.config.recompile_limit * len(order)
+        entries, rungs = {}, []
+        for name in order:
+            t0 = job.begin("benchmark", config=name)
+            rung = self.prepare(name, state, entries)
+            if rung:
+                rungs.append(rung)
+            job.end("benchmark", t0, config=name, status=entries[name]["status"])
+
+        t0 = job.begin("benchmark")  # the timed rounds of every config together (a stage without a config)
+        time_rounds(workload, rungs, rt, ctx)
+        eager = next((r for r in rungs if r.name == "eager"), None)
+        timed = [r for r in rungs if r.entry["status"] == "ok"]
+        load = rt["load"]
+        contended_by = (
+            f"the machine was busy, other processes used {load['other_cpu_cores']:.2f} of its {load['cpu_count']} "
+            "cores in every round"
+            if load["contended"]
+            else None
+        )
+        for rung in timed:
+            with ctx.guard(f"runtime.latency.{rung.name}"):
+                rung.entry.update(latency(workload, rung, rung.entry["median_ms"] / 1000))
+        # After every latency: once CUDA's profiler (CUPTI) has run in a process, kernel launches there cost more.
+        for rung in timed if device == "cuda" else ():
+            with ctx.guard(f"runtime.gpu_busy.{rung.name}"):
+                rung.entry["gpu_busy_ms"] = round(gpu_busy_ms(workload, rung), 4)
+        for rung in timed:
+            entry = rung.entry
+            if eager and eager.rounds_ms:
+                entry["speedup"] = (
+                    speedup(eager.rounds_ms, rung.rounds_ms, contended_by=contended_by)
+                    if rung is not eager
+                    else {
+                        "value": 1.0,
+                        "low": 1.0,
+                        "high": 1.0,
+                        "decided": True,
+                        "verdict": "same",
+                        "text": "the baseline",
+                    }
+                )
+                entry["speedup_vs_eager"] = entry["speedup"]["value"]
+        for name, entry in entries.items():  # the recorded config has a watch even when it is not benchmarked
+            entry["cudagraphs"] = state.watches[name].status(device, name)
+        job.end("benchmark", t0)
+
+        rt["benchmarks"] = [entries[n] for n in configs if n in entries]
+        rt["correctness"] = first_divergent_stage(rt["benchmarks"], reference)
+        rt["cudagraphs"] = next(
+            (b["cudagraphs"] for b in rt["benchmarks"] if b["cudagraphs"]["status"] != "not_requested"),
+            {"status": "not_requested"},
+        )
+        recorded = next((r for r in rungs if r.name == target.name and r.entry["status"] == "ok"), None)
+        if recorded and target.backend == "inductor":
+            t0 = job.begin("profile")
+            with ctx.guard("runtime.kernel_profile"):
+                rt["kernel_profile"], rt["kernel_profile_summary"] = kernel_profile(
+                    workload,
+                    recorded,
+                    job.report["inductor"]["kernels"],
+                    (rt.get("memory_bandwidth") or {}).get("bytes_per_s"),
+                )
+            job.end("profile", t0)
+
+    def prepare(self, name: str, state, entries: dict) -> Rung | None:
+        """Compile (the recorded config is compiled already), run the compared step, judge it, warm up."""
+        ctx, workload, reference = state.ctx, state.workload, state.reference
+        config = CONFIGS[name]
+        cudagraph_steps = config.mode == "reduce-overhead" and ctx.device == "cuda"
+        entry = entries[name] = {
+            "config": name,
+            "label": config.label,
+            "backend": config.backend,
+            "mode": config.mode,
+            "status": "ok",
+            "error": None,
+        }
+        watch = state.watches.setdefault(name, CudagraphWatch(ctx))
+        try:
+            with watch:
+                if name == "eager":
+                    inst, fn = reference.inst, reference.inst.model
+                    first_ms, outs, grads = reference.first_ms, reference.outs, reference.grads
+                elif name == state.target.name:
+                    inst, fn, first_ms, outs, grads = state.recorded
+                else:
+                    with ctx.guard("dynamo.reset_code_state"):  # automatic-dynamic memory is per code object
+                        torch._dynamo.pgo.reset_code_state()
+                    inst = workload.fresh()
+                    fn = torch.compile(inst.model, backend=config.backend, mode=config.mode)
+                    first_ms, outs, grads = workload.compared_step(fn, inst, cudagraph_steps=cudagraph_steps)
+                entry["first_call_ms"] = round(first_ms, 3)
+                if name == "eager":
+                    verdict = "match" if reference.deterministic else "nondeterministic"
+                    correctness = {
+                        "verdict": verdict,
+                        "max_abs_error": 0.0,
+                        "max_rel_error": 0.0,
+                        "atol": None,
+                        "rtol": None,
+                        "fp64_checked": False,
+                        "reason": "the reference itself",
+                    }
+                else:
+                    correctness = rung_verdict(reference.judge(outs, grads), reference, config.backend)
+                entry["correctness"] = correctness
+                entry["max_abs_error"], entry["max_rel_error"] = (
+                    correctness["max_abs_error"],
+                    correctness["max_rel_error"],
+                )
+                if workload.train:
+                    g = correctness.get("gradients") or {"max_abs_error": 0.0, "max_rel_error": 0.0}
+                    entry["grad_max_abs_error"], entry["grad_max_rel_error"] = g["max_abs_error"], g["max_rel_error"]
+                rung = Rung(name, inst, fn, entry, cudagraph_steps)
+                rung.step_s = warm_up(workload, rung)
+            return rung
+        except Exception as exc:  # one failing config must not lose the others
+            entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+            ctx.error(f"benchmark:{name}", exc)
+            return None

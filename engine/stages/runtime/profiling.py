@@ -1,0 +1,142 @@
+"""Profiling: the GPU's busy time per step, the per-kernel profile of the recorded rung, and the machine's copy
+bandwidth (each kernel's share of the roofline)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from engine.stages.runtime.rung import Rung
+from engine.stages.runtime.workload import Workload
+
+PROFILE_STEPS = 10
+
+
+def memory_bandwidth(device: str) -> dict:
+    """Copy bandwidth of this worker, once per job (by the prestarted child, before its job arrives): best of 6
+    copies of a tensor far larger than the caches."""
+    n = (1 << 30 if device == "cuda" else 128 << 20) // 4
+    src = torch.ones(n, device=device)
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(6):  # the first copy pays for page faults: the best of all of them is what the memory can do
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    nbytes = 2 * src.numel() * src.element_size()
+    del src, dst
+    return {
+        "bytes_per_s": nbytes / best,
+        "device": device,
+        "method": f"copy of a {nbytes // 2 >> 20} MiB float32 tensor, best of 6, read + write bytes counted",
+    }
+
+
+def gpu_busy_ms(workload: Workload, rung: Rung) -> float:
+    """GPU time per step (sum of device kernel time) from the profiler: compare with wall time to see host-bound."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with workload.grad_mode(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        workload.run_steps(rung.fn, rung.inst, 5, cudagraph_steps=rung.cudagraph_steps)
+        torch.cuda.synchronize()
+    # Only device-side events (the kernels themselves): CPU ops also carry the device time of what they launched.
+    total_us = sum(_device_self_us(e) for e in prof.key_averages() if _on_device(e))
+    return total_us / 1000 / 5
+
+
+def _on_device(event) -> bool:
+    return str(getattr(event, "device_type", "")).endswith(("CUDA", "PrivateUse1"))
+
+
+def _device_self_us(event) -> float:
+    for attr in ("self_device_time_total", "self_cuda_time_total"):
+        value = getattr(event, attr, None)
+        if value is not None:
+            return float(value)
+    return 0.0
+
+
+def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidth: float | None) -> tuple:
+    """Per-kernel time per step over PROFILE_STEPS steps (generated kernels by name, plus the ATen ops Inductor
+    called), made to agree with the rung's measured step: (rows, summary)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device = workload.device
+    by_name = {k["name"]: k for k in kernels}
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with workload.grad_mode(), profile(activities=activities) as prof:
+        workload.sync()
+        t0 = time.perf_counter()
+        workload.run_steps(rung.fn, rung.inst, PROFILE_STEPS, cudagraph_steps=rung.cudagraph_steps)
+        workload.sync()
+        profiled_step_ms = (time.perf_counter() - t0) * 1000 / PROFILE_STEPS
+    rows = []
+    for e in prof.key_averages():
+        if device == "cuda" and not _on_device(e):
+            continue  # on GPU the rows are the kernels themselves, timed on the device
+        self_us = _device_self_us(e) if device == "cuda" else float(e.self_cpu_time_total)
+        # CPU kernels are recorded as "graph_<n>_<kernel name>" (cpp.enable_kernel_profile).
+        kernel = next((k for k in by_name if e.key == k or e.key.endswith("_" + k)), None)
+        if self_us <= 0 or not (kernel or e.key.startswith("aten::") or device == "cuda"):
+            continue
+        rows.append(
+            {
+                "name": e.key,
+                "kernel": kernel,
+                "generated": kernel is not None,
+                "calls": int(e.count) // PROFILE_STEPS,
+                "total_ms": self_us / 1000 / PROFILE_STEPS,
+            }
+        )
+    step_ms = rung.entry.get("median_ms") or profiled_step_ms
+    raw_ms = sum(r["total_ms"] for r in rows)
+    # The profiler slows what it watches (most on the CPU, where it wraps every op): when the kernels' sum would
+    # exceed the step as measured without it, scale by the step's own dilation and say so.
+    scaled_by = min(1.0, step_ms / profiled_step_ms) if raw_ms > step_ms and profiled_step_ms > 0 else 1.0
+    for r in rows:
+        r["total_ms"] *= scaled_by
+        k = by_name.get(r["kernel"]) or {}
+        r["bytes_per_call"] = k.get("bytes_accessed")
+        r["bytes_source"] = k.get("bytes_source") if k.get("bytes_accessed") else None
+        r["bandwidth_bytes_per_s"] = (
+            r["bytes_per_call"] * max(r["calls"], 1) / (r["total_ms"] / 1e3)
+            if r["bytes_per_call"] and r["total_ms"] > 0
+            else None
+        )
+        r["roofline_share"] = (
+            r["bandwidth_bytes_per_s"] / bandwidth if r["bandwidth_bytes_per_s"] and bandwidth else None
+        )
+    kernel_ms = raw_ms * scaled_by
+    total = kernel_ms or 1.0
+    for r in rows:
+        r["share"] = r["total_ms"] / total
+    generated_ms = sum(r["total_ms"] for r in rows if r["generated"])
+    host_ms = max(0.0, step_ms - kernel_ms)
+    where = "on the GPU" if device == "cuda" else "inside kernels and library calls"
+    text = (
+        f"Of a {step_ms:.4g} ms step, {kernel_ms:.4g} ms is spent {where} ({generated_ms:.4g} ms in generated "
+        f"kernels) and {host_ms:.4g} ms ({host_ms / step_ms:.0%}) is host overhead: Python, guards, "
+        f"{'kernel launches' if device == 'cuda' else 'calls into kernels'} and allocations."
+    )
+    if scaled_by < 1:
+        text += (
+            f" Under the profiler a step took {profiled_step_ms:.4g} ms; kernel times are scaled by "
+            f"{scaled_by:.2f} to remove that overhead."
+        )
+    summary = {
+        "profiled_steps": PROFILE_STEPS,
+        "step_ms": round(step_ms, 4),
+        "profiled_step_ms": round(profiled_step_ms, 4),
+        "kernel_ms": round(kernel_ms, 4),
+        "generated_ms": round(generated_ms, 4),
+        "host_overhead_ms": round(host_ms, 4),
+        "host_overhead_share": round(host_ms / step_ms, 4) if step_ms else None,
+        "scaled_by": round(scaled_by, 4),
+        "text": text,
+    }
+    return sorted(rows, key=lambda r: -r["total_ms"])[:50], summary
