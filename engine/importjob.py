@@ -99,21 +99,21 @@ def _start_child(limits: ImportLimits) -> subprocess.Popen:
     return proc
 
 
-# One child per limits, started ahead (start_spare) so that an import costs no torch import. It only ever reads one
+# One child per limits, prestarted (prestart()) so that an import costs no torch import. It only ever reads one
 # job from its stdin, and exits at end of file when this process goes away.
-_spare: dict[ImportLimits, subprocess.Popen] = {}
+_prestarted: dict[ImportLimits, subprocess.Popen] = {}
 
 
-def start_spare(limits: ImportLimits) -> None:
+def prestart(limits: ImportLimits) -> None:
     """Start the child the next import with these limits will use. Call it when this process is otherwise idle
     (the worker: after storing an import), so torch's import competes with nothing."""
-    proc = _spare.get(limits)
+    proc = _prestarted.get(limits)
     if proc is None or proc.poll() is not None:
-        _spare[limits] = _start_child(limits)
+        _prestarted[limits] = _start_child(limits)
 
 
 def _child_for(limits: ImportLimits) -> subprocess.Popen:
-    proc = _spare.pop(limits, None)
+    proc = _prestarted.pop(limits, None)
     if proc is not None and proc.poll() is None:
         return proc
     return _start_child(limits)

@@ -587,7 +587,7 @@ def write_import(log_path: str, out_dir: str, display_name: str, limits: Limits 
 
 def main() -> int:
     """The child engine/importjob.py starts: this module (and torch) load first, then one job is read from stdin as
-    JSON {log, out, name, max_mb, max_ranks}; started ahead of the upload it will read, so the upload does not wait for it."""
+    JSON {log, out, name, max_mb, max_ranks}; prestarted before the upload it will read, so the upload does not wait for it."""
     line = sys.stdin.readline()
     if not line.strip():
         return 0  # the parent went away without a job for this child

@@ -124,7 +124,7 @@ def stage_progress(run: Run) -> list[dict]:
     failed; skipped when the run ended without starting it, or when the job's configs do not run it) and its
     seconds. A stage that runs once per config (benchmark) is finished only when its last planned run is."""
     steps = progress_steps(run)
-    progress = []
+    progress: list[dict] = []
     for stage in STAGES:
         mine = [step for step in steps if step["stage"] == stage]
         if not mine:  # not part of this job (Inductor for an aot_eager job)
@@ -156,12 +156,9 @@ def step_walls(steps: list[dict], readable_at: datetime | None) -> list[tuple[di
     started = sorted(
         (s for s in steps if s["started_at"] and s["stage"] not in AFTER_REPORT), key=lambda s: s["started_at"]
     )
-    ends = [parse_iso(s["started_at"]) for s in started[1:]] + [readable_at]
-    return [
-        (step, (end - parse_iso(step["started_at"])).total_seconds())
-        for step, end in zip(started, ends)
-        if end is not None
-    ]
+    starts = [datetime.fromisoformat(s["started_at"].removesuffix("Z")) for s in started]
+    ends = starts[1:] + [readable_at]
+    return [(step, (end - start).total_seconds()) for step, start, end in zip(started, starts, ends) if end is not None]
 
 
 def time_left(steps: list[dict], history: History | None = None, now: datetime | None = None) -> float | None:

@@ -14,10 +14,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast, get_type_hints
 
 from pydantic import TypeAdapter
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy import text as sql_text
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -193,7 +195,7 @@ def store_import(session: Session, run_id: int, first: dict, further: Iterable[d
     "import", parent_id the first run), one report at a time (``further`` may read each as it is asked for). The
     first rank's report lists every rank, a further rank's the first rank and itself (engine.traceimport); each
     listed rank's ``id`` then names the run of that rank."""
-    run = session.get(Run, run_id)
+    run = session.get_one(Run, run_id)
     ranks = first["trace_import"]["ranks"]
     rank_runs = [run]
     for info in ranks[1:]:
@@ -375,7 +377,7 @@ _history_cache: dict[tuple, tuple[float, progress.History]] = {}
 def queue_history(session: Session, queue: str, configs: list[str]) -> progress.History:
     """What the queue's recent finished jobs measured (progress.History): step seconds from those with these
     configs, worker seconds per job from any."""
-    key = (session.get_bind().url.render_as_string(), queue, tuple(configs))
+    key = (session.get_bind().engine.url.render_as_string(), queue, tuple(configs))
     cached = _history_cache.get(key)
     if cached and time.monotonic() - cached[0] < HISTORY_TTL_S:
         return cached[1]
@@ -389,8 +391,8 @@ def queue_history(session: Session, queue: str, configs: list[str]) -> progress.
         if r.configs == configs
     ][:HISTORY_RUNS]
     history = progress.History.measured(
-        [(progress.progress_steps(r), r.finished_at) for r in alike],
-        [(r.released_at - r.started_at).total_seconds() for r in recent if r.started_at],
+        [(progress.progress_steps(r), r.finished_at) for r in alike if r.finished_at],
+        [(r.released_at - r.started_at).total_seconds() for r in recent if r.started_at and r.released_at],
     )
     _history_cache[key] = (time.monotonic(), history)
     return history
@@ -408,11 +410,12 @@ def claim_next(session: Session, queue: str, kind: str, worker_name: str, pid: i
     is queued. Each task message claims one run, not necessarily its own: there is one message per queued run, so
     every run is claimed once. The claim is one conditional UPDATE: two workers never claim the same run."""
     for run_id in fair_order(session, queue, kind):
-        claimed = session.execute(
+        result = session.execute(
             update(Run)
             .where(Run.id == run_id, Run.status == QUEUED)
             .values(status=RUNNING, started_at=utcnow(), worker_name=worker_name, worker_pid=pid)
-        ).rowcount
+        )
+        claimed = cast(CursorResult, result).rowcount  # an UPDATE's result is a cursor's
         session.commit()
         if claimed:
             return session.get(Run, run_id, populate_existing=True)
@@ -467,7 +470,7 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
     each graph as the viewer reads it and each line's provenance, so pages never build them) and finish the run as
     succeeded or failed. A report that does not validate is not stored: the run fails naming the field it got
     wrong; nor is one larger than ``limit_bytes`` as stored: the run fails with kind "report_limit"."""
-    run = session.get(Run, run_id)
+    run = session.get_one(Run, run_id)
     try:
         report = checked_report(report)
     except ReportError as exc:
@@ -511,7 +514,7 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
 def replace_section(session: Session, run_id: int, name: str, value) -> None:
     """Rewrite one section of a stored report (validated as that section of the contract); nothing when the run
     has no such section (its report was not stored)."""
-    adapter = TypeAdapter(Report.model_fields[name].annotation)  # a model, or a list of them (stages)
+    adapter: TypeAdapter = TypeAdapter(get_type_hints(Report)[name])  # a model, or a list of them (stages)
     value = adapter.dump_python(adapter.validate_python(value))
     section = session.get(ReportSection, (run_id, name))
     if section is not None:
@@ -521,7 +524,7 @@ def replace_section(session: Session, run_id: int, name: str, value) -> None:
 
 def set_engine_seconds(session: Session, run_id: int, report: dict) -> None:
     """The engine's job seconds of a report whose sections were replaced after it was first stored."""
-    session.get(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    session.get_one(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
     session.commit()
 
 
@@ -551,19 +554,19 @@ def _write_report(
     stored (the old rows are deleted all the same). ``filename``: the user's file (default: the report's)."""
     filename = filename or (report.get("source") or {}).get("filename") or "model.py"
     _delete_report(session, run_id)
-    rows, stored_bytes = [], 0
+    rows: list[ReportSection | ReportGraph | ReportPiece] = []
+    stored_bytes = 0
     for position, (name, value) in enumerate(report.items()):
         outline = graphs.section_outline(value)
-        rows.append(
-            ReportSection(
-                run_id=run_id,
-                name=name,
-                position=position,
-                body=_json_text(value),
-                outline=None if outline is None else _json_text(outline),
-            )
+        section = ReportSection(
+            run_id=run_id,
+            name=name,
+            position=position,
+            body=_json_text(value),
+            outline=None if outline is None else _json_text(outline),
         )
-        stored_bytes += len(rows[-1].body) + len(rows[-1].outline or "")
+        rows.append(section)
+        stored_bytes += len(section.body) + len(section.outline or "")
     for graph_id, graph in graphs.report_graphs(report):
         rows.append(
             ReportGraph(run_id=run_id, graph_id=graph_id, body=_json_text(graphs.graph_payload(graph_id, graph)))
@@ -619,7 +622,8 @@ def summarize(report: dict) -> dict:
     """Headline numbers for the Overview and the API, stored on the run so that tab never loads the big sections.
     The counts are the engine's (report["summary"], docs/report-schema.md), never recounted here; a report stored
     before the engine wrote them (summary.counts null) gets them from the same function (contract.counts.summarize)."""
-    counts = report.get("summary") if (report.get("summary") or {}).get("counts") else summarize_counts(report)
+    stored_counts = report.get("summary") or {}
+    counts = stored_counts if stored_counts.get("counts") else summarize_counts(report)
     runtime = report.get("runtime") or {}
     measured = [
         b
@@ -662,7 +666,7 @@ def load_sections(
 
 
 def has_report(session: Session, run: Run) -> bool:
-    return session.scalar(select(func.count()).select_from(ReportSection).where(ReportSection.run_id == run.id)) > 0
+    return bool(session.scalar(select(func.count()).select_from(ReportSection).where(ReportSection.run_id == run.id)))
 
 
 def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
@@ -741,7 +745,7 @@ def store_early_report(session: Session, run_id: int, report: dict, limit_bytes:
     succeeded, readable, but with no engine seconds yet (the job runs on): that is what still_measuring reads.
     False when it was not stored as a success (refused as too large): the final report then decides."""
     store_report(session, run_id, report, limit_bytes)
-    run = session.get(Run, run_id)
+    run = session.get_one(Run, run_id)
     if run.status != SUCCEEDED:
         return False
     run.engine_seconds = None
@@ -829,12 +833,13 @@ def reap_stale_runs(
         query = query.where(Run.id == run_id)
     reaped = []
     for run in session.scalars(query):
-        heartbeat = heartbeats.get(run.worker_name)
-        if run.started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
+        heartbeat = heartbeats.get(run.worker_name or "")
+        started_at = run.started_at or run.created_at  # claim_run sets it with the status: the fallback is earlier
+        if started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
             why = f"the job ran past the hard time limit of {settings.hard_time_limit_s:g} s"
         elif heartbeat is None or heartbeat.last_seen < now - timedelta(seconds=settings.worker_stale_after_s):
             why = f"worker {run.worker_name} stopped responding while running the job"
-        elif heartbeat.started_at > run.started_at:
+        elif heartbeat.started_at > started_at:
             why = f"worker {run.worker_name} restarted while running the job"
         elif run.worker_name == local_worker and run.worker_pid and not _process_exists(run.worker_pid):
             why = f"the worker process (pid {run.worker_pid}) running the job died"

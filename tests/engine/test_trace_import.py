@@ -259,12 +259,12 @@ def test_worker_side_import_runs_in_a_limited_child(tmp_path):
     reports = run_import(recorded("recompile"), str(tmp_path / "out"), "recompile.trace.log")
     assert len(reports) == 1 and len(reports.first["dynamo"]["recompiles"]) == 2
     assert reports.first["trace_import"]["source"] == "recompile.trace.log"
-    # The next import's child, started ahead (it loads torch while no upload waits), is the one used.
-    importjob.start_spare(ImportLimits())
-    spare = importjob._spare[ImportLimits()]
-    assert spare.poll() is None
+    # The next import's child, prestarted (it loads torch while no upload waits), is the one used.
+    importjob.prestart(ImportLimits())
+    child = importjob._prestarted[ImportLimits()]
+    assert child.poll() is None
     again = run_import(recorded("seed_default"), str(tmp_path / "again"), "seed.log")
-    assert spare.poll() == 0 and ImportLimits() not in importjob._spare
+    assert child.poll() == 0 and ImportLimits() not in importjob._prestarted
     assert again.first["inductor"]["kernels"][0]["name"] == "triton_poi_fused_add_cos_mul_sin_tanh_0"
     bad = tmp_path / "bad.log"
     bad.write_text("hello\n")

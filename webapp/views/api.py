@@ -10,8 +10,13 @@ from webapp import context, security
 from webapp.heavy import heavy_slot
 from webapp.submission import syntax_error, validate
 from webapp.tabs import overview
+from webapp.views import diff, traces
 
 bp = Blueprint("api", __name__, url_prefix="/api")
+# JSON routes whose work lives beside their pages (endpoints api.<function>): listed here, so that every route of
+# the API is on this blueprint before it is registered, whatever the order the view modules are imported in.
+bp.add_url_rule("/traces", view_func=traces.create_trace_import, methods=["POST"])
+bp.add_url_rule("/diff/<a>/<b>", view_func=diff.diff_json)
 
 
 @bp.post("/runs")
@@ -24,10 +29,11 @@ def create_run():
     submission, errors = validate(
         data, max_code_bytes=settings.max_code_bytes, online_queues=runstore.online_queues(session, settings)
     )
-    if errors:
+    if submission is None:
+        code = data.get("code")
         syntax = (
-            syntax_error(data.get("code"), str(data.get("filename") or "model.py"))
-            if isinstance(data.get("code"), str) and "code" in errors
+            syntax_error(code, str(data.get("filename") or "model.py"))
+            if isinstance(code, str) and "code" in errors
             else None
         )
         return jsonify(errors=errors, **({"syntax_error": syntax} if syntax else {})), 400

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
 from contract.vocab import DEFAULT_CONFIGS
@@ -82,7 +84,7 @@ def new_run():
 @bp.post("/")
 def create_run():
     settings = context.settings()
-    form = {
+    form: dict[str, Any] = {
         "code": request.form.get("code", ""),
         "filename": request.form.get("filename") or "model.py",
         "device": request.form.get("device", "cpu"),
@@ -105,18 +107,20 @@ def create_run():
             except UnicodeDecodeError:
                 errors["upload"] = "The file is not UTF-8 text."
     session = context.session()
+    submission = None
     if not errors:
         submission, errors = validate(
             form, max_code_bytes=settings.max_code_bytes, online_queues=runstore.online_queues(session, settings)
         )
-    if errors:
+    if submission is None:
         return _form_page(form, errors), 422
     parent = runstore.get_run(session, form["rerun"]) if form["rerun"] else None
     run, reused = submit(submission, parent=parent)
     if run is None:
         message, wait = security.rate_limited() or RATE_LIMITED
         return _form_page(form, {"code": message}), 429, {"Retry-After": str(wait)}
-    return redirect(url_for("pages.report", slug=run.slug, **({"reused": 1} if reused else {})), code=303)
+    query: dict[str, Any] = {"reused": 1} if reused else {}
+    return redirect(url_for("pages.report", slug=run.slug, **query), code=303)
 
 
 def _form_page(form: dict, errors: dict):

@@ -13,7 +13,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from storage import runstore
 from webapp import context, security
-from webapp.views.api import bp as api_bp
+from webapp.security import UPLOAD_ENDPOINTS, too_large_message
 
 bp = Blueprint("traces", __name__)
 FORM_OVERHEAD_BYTES = 64 * 1024  # the multipart envelope and the CSRF field around the file
@@ -24,16 +24,6 @@ class UploadError(ValueError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
-
-
-UPLOAD_ENDPOINTS = ("traces.import_upload", "api.create_trace_import")
-
-
-def too_large_message() -> str:
-    return (
-        f"The log is larger than {context.settings().max_trace_mb} MiB, the upload limit: gzip it (logs shrink "
-        "about tenfold), or upload fewer ranks."
-    )
 
 
 def allow_trace_upload() -> None:
@@ -102,9 +92,8 @@ def import_upload():
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
 
-# On the API blueprint (registered after this module is imported): JSON errors, no CSRF token, like /api/runs.
-@api_bp.post("/traces")
 def create_trace_import():
+    """POST /api/traces, on the API blueprint (webapp/views/api.py): JSON errors, no CSRF token, like /api/runs."""
     try:
         upload = _upload()
         limited = security.rate_limited()
