@@ -53,19 +53,22 @@ test: assets browser-packages
 run: install assets
 	$(PY) -m service serve --port $(PORT)
 
+# --durations: every run names its slowest tests, so the suite's time is measured where it is spent.
 test: install lint lint-js test-js
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=30 tests
 
 # What needs only the virtual environment (markers: pyproject.toml, applied in tests/conftest.py), and g++ for the
 # Inductor compiles: no bubblewrap, PostgreSQL, Redis, browser or deploy set-up; its jobs run unsandboxed (trusted
 # test code). How long it takes: docs/benchmarks.md, "Test suite: make test-fast".
 test-fast: $(STAMP)
-	PT2SCOPE_ISOLATION=none $(PY) -m pytest -q -m "not (sandbox or services or browser or deploy)" tests
+	PT2SCOPE_ISOLATION=none $(PY) -m pytest -q --durations=30 -m "not (sandbox or services or browser or deploy)" tests
 
-# Python lint and format checks (ruff, pinned in requirements/test.txt; rules in pyproject.toml).
+# Python lint, format and type checks (ruff and mypy, pinned in requirements/test.txt; settings in pyproject.toml:
+# mypy checks contract/, storage/ and webapp/).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # Front end: eslint (eslint.config.js) and the layout/viewer tests under node's test runner (tests/js/, which build
 # their graphs with the venv's Python).

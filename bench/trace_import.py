@@ -9,6 +9,7 @@ viewable. Prints medians with min-max and the load.
     python bench/trace_import.py [--mb 100] [--reps 3] [--tlparse PATH]"""
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -87,9 +88,9 @@ def worker_path(log: str, out: str, url: str) -> tuple[float, float]:
     reports = importjob.run_import(log, out, "big.log", limits)
     imported = time.monotonic() - started
     with session_factory(url)() as session:
-        run = runstore.create_import(session, "big.log", b"-")
+        run = runstore.create_import(session, "big.log", io.BytesIO(b"-"), 10)
         started = time.monotonic()
-        runstore.store_import(session, run.id, reports)
+        runstore.store_import(session, run.id, reports.first, reports.further())
         return imported, time.monotonic() - started
 
 
@@ -98,7 +99,10 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=100)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument(
-        "--tlparse", default=shutil.which("tlparse") or os.path.join(os.path.dirname(sys.executable), "tlparse")
+        "--tlparse",
+        default=shutil.which("tlparse") or os.path.join(os.path.dirname(sys.executable), "tlparse"),
+        help="tlparse's binary; without one, only pt2scope is timed. For the bench only (not a requirement): "
+        "pip install --target /tmp/tlparse-pkg tlparse==0.4.3, then --tlparse /tmp/tlparse-pkg/bin/tlparse",
     )
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="pt2scope-bench-trace-")
@@ -113,7 +117,7 @@ def main() -> None:
 
     url = f"sqlite:///{folder}/bench.sqlite"
     migrate(url)
-    results = {"tlparse": [], "pt2scope import": []}
+    results = {"tlparse": [], "pt2scope import": []} if os.path.exists(args.tlparse) else {"pt2scope import": []}
     worker = []
     for rep in range(args.reps):
         for name in results:  # interleaved: all see the same machine, rep by rep
@@ -150,6 +154,15 @@ def main() -> None:
         f"{statistics.median(s for _, s in worker):.2f} s, viewable after median {statistics.median(viewable):.2f} s "
         f"(min {min(viewable):.2f}, max {max(viewable):.2f})"
     )
+    if "tlparse" in results:
+        reference = statistics.median(w for w, _ in results["tlparse"])
+        print(
+            f"against tlparse (median {reference:.2f} s): `python -m engine import` "
+            f"{statistics.median(w for w, _ in results['pt2scope import']) / reference:.2f}x its time, viewable "
+            f"through the worker {statistics.median(viewable) / reference:.2f}x"
+        )
+    else:
+        print(f"tlparse not found at {args.tlparse}: no ratio (see --tlparse)")
     shutil.rmtree(folder, ignore_errors=True)
 
 

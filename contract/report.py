@@ -1258,6 +1258,8 @@ class FieldDifference(Model):
 
 class RankDifference(Model):
     rank: int | None
+    file: str | None = None
+    """the rank's log file in the upload (null in reports imported before it was recorded)"""
     fields: list[str]
     detail: dict[str, FieldDifference]
 
@@ -1281,9 +1283,11 @@ class TraceImport(Model):
     """records per event kind"""
     unknown_events: list[UnknownEvent]
     ranks: list[RankInfo]
-    """every rank of the upload"""
+    """every rank of the upload, in the first rank's report; a further rank's lists the first rank and itself (a
+    list of every rank in every report made an import quadratic in ranks: the pages read the whole list from the
+    first rank's run)"""
     differing_ranks: list[RankDifference]
-    """the ranks whose compiles differ from the first rank's"""
+    """the ranks whose compiles differ from the first rank's (a further rank's report: itself, if it differs)"""
     not_in_log_note: str
     """the words the pages use: 'not in a TORCH_TRACE log'"""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -88,8 +89,8 @@ def main(argv=None) -> int:
 
 
 def import_command(args) -> int:
-    """Import in a limited child (engine/importjob.py, as a worker does): DIR/report.json for the first rank,
-    DIR/report.rank<N>.json for every further one."""
+    """Import in a limited child (engine/importjob.py, as a worker does): DIR/report.json for the first rank, a
+    file for every further one (engine.traceimport.report_file)."""
     from engine.importjob import ImportFailed, ImportLimits, run_import
 
     name = args.name or os.path.basename(args.log)
@@ -100,10 +101,10 @@ def import_command(args) -> int:
     except ImportFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for i, report in enumerate(reports):
+    for name, report in zip(reports.names, itertools.chain([reports.first], reports.further())):
         info = report["trace_import"]
         rank = info["rank"]
-        path = os.path.join(out, "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json")
+        path = os.path.join(out, name)
         print(
             f"rank {rank if rank is not None else '-'}: {info['file']['records']} records, "
             f"{info['file']['malformed']} malformed line(s)"

@@ -9,6 +9,7 @@ No torch here: the worker and ``python -m engine import`` (engine/cli.py) are th
 from __future__ import annotations
 
 import json
+import logging
 import os
 import resource
 import signal
@@ -17,7 +18,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from contract.vocab import new_error_id
 from engine.sandbox import PROJECT_ROOT
+
+log = logging.getLogger(__name__)
+# The file the child lists its report files in, first rank first (engine.traceimport.write_import).
+REPORTS_INDEX = "reports.json"
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,7 @@ class ImportLimits:
     time_limit_s: float = 300.0
     memory_limit_mb: int = 6144  # address space: torch's import alone reserves about 1.5 GiB of it
     max_log_mb: int = 2048  # decompressed bytes read
+    max_ranks: int = 1024  # logs in one upload (engine.tracelog.DEFAULT_MAX_RANKS)
     output_limit_mb: int = 1024  # the largest report file
 
 
@@ -92,28 +99,52 @@ def _start_child(limits: ImportLimits) -> subprocess.Popen:
     return proc
 
 
-# One child per limits, started ahead (start_spare) so that an import costs no torch import. It only ever reads one
+# One child per limits, prestarted (prestart()) so that an import costs no torch import. It only ever reads one
 # job from its stdin, and exits at end of file when this process goes away.
-_spare: dict[ImportLimits, subprocess.Popen] = {}
+_prestarted: dict[ImportLimits, subprocess.Popen] = {}
 
 
-def start_spare(limits: ImportLimits) -> None:
+def prestart(limits: ImportLimits) -> None:
     """Start the child the next import with these limits will use. Call it when this process is otherwise idle
     (the worker: after storing an import), so torch's import competes with nothing."""
-    proc = _spare.get(limits)
+    proc = _prestarted.get(limits)
     if proc is None or proc.poll() is not None:
-        _spare[limits] = _start_child(limits)
+        _prestarted[limits] = _start_child(limits)
 
 
 def _child_for(limits: ImportLimits) -> subprocess.Popen:
-    proc = _spare.pop(limits, None)
+    proc = _prestarted.pop(limits, None)
     if proc is not None and proc.poll() is None:
         return proc
     return _start_child(limits)
 
 
-def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLimits | None = None) -> list[dict]:
-    """Worker side: import in a limited child; the reports, first rank first (raises ImportFailed)."""
+class ImportedReports:
+    """An import's reports as the child wrote them, read one at a time: ``first`` (the first rank's, which lists
+    every rank) and ``further()``, the other ranks' in rank order, each read only when it is asked for."""
+
+    def __init__(self, out_dir: str, names: list[str], limits: ImportLimits):
+        self.out_dir, self.names, self.limits = out_dir, names, limits
+        self.first = self._read(names[0])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def further(self):
+        for name in self.names[1:]:
+            yield self._read(name)
+
+    def _read(self, name: str) -> dict:
+        # Read as data, validated once, by storage (runstore.store_report) before it is stored: validating a large
+        # import twice costs seconds the user waits.
+        with open(os.path.join(self.out_dir, name)) as f:
+            report = json.load(f)
+        report["request"] = import_request(report["request"]["filename"], report["request"]["device"], self.limits)
+        return report
+
+
+def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLimits | None = None) -> ImportedReports:
+    """Worker side: import in a limited child; its reports, read back one at a time (raises ImportFailed)."""
     limits = limits or ImportLimits()
     os.makedirs(out_dir, exist_ok=True)
     proc = _child_for(limits)
@@ -123,6 +154,7 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
             "out": os.path.abspath(out_dir),
             "name": display_name,
             "max_mb": limits.max_log_mb,
+            "max_ranks": limits.max_ranks,
         }
     )
     try:
@@ -150,17 +182,13 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
             raise ImportFailed(
                 "memory", f"reading the log needed more than {limits.memory_limit_mb} MiB; upload fewer ranks"
             )
-        raise ImportFailed("internal_error", f"the importer failed (exit status {proc.returncode}):\n{tail}")
-    names = sorted(
-        (n for n in os.listdir(out_dir) if n.startswith("report.rank")),
-        key=lambda n: int(n.removeprefix("report.rank").removesuffix(".json") or 0),
-    )
-    # Read as data, validated once, by storage (runstore.store_report) before it is stored: validating a large
-    # import twice costs seconds the user waits.
-    reports = []
-    for name in ["report.json", *names]:
-        with open(os.path.join(out_dir, name)) as f:
-            reports.append(json.load(f))
-    for report in reports:
-        report["request"] = import_request(report["request"]["filename"], report["request"]["device"], limits)
-    return reports
+        # The child's traceback names this server's files: it goes to the log under an id, never to the user.
+        error_id = new_error_id()
+        log.error("import error %s: the importer exited with %s:\n%s", error_id, proc.returncode, tail)
+        raise ImportFailed(
+            "internal_error",
+            f"pt2scope's importer failed on this log (exit status {proc.returncode}, error id {error_id}); "
+            "if it fails again, report the error id.",
+        )
+    with open(os.path.join(out_dir, REPORTS_INDEX)) as f:
+        return ImportedReports(out_dir, json.load(f), limits)

@@ -223,6 +223,13 @@ def prepare_job_dir(job_dir: str, isolation: Isolation, uid: int | None = None) 
     folders = [job_dir, os.path.join(job_dir, "tmp")]
     folders += [os.path.join(folders[1], *PCH_SUBDIR.split(os.sep)[: i + 1]) for i in range(2)]
     os.makedirs(folders[-1], exist_ok=True)
+    if isolation.mode == "none":
+        # No sandbox to bind the trusted headers read-only: linked into the job's header folder instead (a job run
+        # without a sandbox is trusted code, docs/security.md).
+        for path in _shared_pch_files(isolation):
+            link = os.path.join(folders[-1], os.path.basename(path))
+            if not os.path.lexists(link):
+                os.symlink(path, link)
     if isolation.mode == "bubblewrap":
         # Each job's own cache folders, and in them the folders the trusted kernels are bound into: the job's to
         # write in (its other kernels, Inductor's source files and locks), never the bound files themselves.

@@ -23,13 +23,23 @@ from contract.compile_id import CompileId
 from contract.counts import summarize
 from engine.fxgraph import op_histogram
 from engine.fxtext import is_library_file, parse_graph_code
-from engine.importjob import import_request
+from engine.importjob import REPORTS_INDEX, import_request
 from engine.logtap import trace_event
 from engine.measure.compile_metrics import compile_seconds, metrics_summary, timeline
 from engine.reportfile import empty_report, write_report
 from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
 from engine.stages.inductor import estimate_kernel_bytes, group_output_code, library_calls, parse_kernels
-from engine.tracelog import FileStats, Limits, LogFile, TraceLogError, _Budget, log_files, records
+from engine.tracelog import (
+    MAX_DEPTH,
+    Budget,
+    FileStats,
+    Limits,
+    LogFile,
+    TraceLogError,
+    log_files,
+    nested_deeper_than,
+    records,
+)
 
 NOT_IN_TRACE_LOG = "not in a TORCH_TRACE log"
 # Per section: report fields a structured trace does not carry (the live engine measures or hooks them).
@@ -148,7 +158,14 @@ class RankLog:
         elif event == "describe_tensor" and isinstance(meta[event], dict):
             self.devices[str(meta[event].get("device", ""))] += 1
         if event in KEPT_EVENTS or event.endswith(BYTECODE_SUFFIXES):
-            self.trace.append(trace_event(meta, payload, self))  # as the live tap reads it (JSON decoded)
+            if event != "str" and not isinstance(meta[next(iter(meta))], (dict, type(None))):
+                self.note_malformed("record", event, "its fields are not a JSON object")
+                return
+            entry = trace_event(meta, payload, self)  # as the live tap reads it (JSON decoded)
+            if isinstance(entry.get("data"), (dict, list)) and nested_deeper_than(entry["data"], MAX_DEPTH):
+                self.note_malformed("payload", event, f"nested deeper than {MAX_DEPTH} levels")
+                return
+            self.trace.append(entry)
         elif event.startswith(CACHE_PREFIXES):
             self.caches.append(
                 {"event": event.removeprefix("artifact:"), "compile_id": compile_id_of(meta), **_cache_detail(payload)}
@@ -193,21 +210,17 @@ def _cache_detail(payload: str | None) -> dict:
     return {k: data[k] for k in keep if k in data and not isinstance(data[k], (dict, list))}
 
 
-def read_logs(path: str, display_name: str | None = None, limits: Limits | None = None) -> list[RankLog]:
-    limits = limits or Limits()
-    budget = _Budget(limits.max_bytes)
-    ranks = []
-    for log in log_files(path, display_name):
-        rank_log = RankLog(log)
-        for meta, payload in records(log, rank_log.stats, budget, limits):
-            try:
-                rank_log.add(meta, payload)
-            except Exception as exc:  # one odd record (a field of an unexpected type) never stops an import
-                rank_log.stats.note_malformed(
-                    rank_log.stats.lines, f"record not understood: {exc}", json.dumps(meta, default=str)
-                )
-        ranks.append(rank_log)
-    return ranks
+def read_rank(log: LogFile, budget: Budget, limits: Limits) -> RankLog:
+    """One rank's log, read record by record."""
+    rank_log = RankLog(log)
+    for meta, payload in records(log, rank_log.stats, budget, limits):
+        try:
+            rank_log.add(meta, payload)
+        except Exception as exc:  # one odd record (a field of an unexpected type) never stops an import
+            rank_log.stats.note_malformed(
+                rank_log.stats.lines, f"record not understood: {exc}", json.dumps(meta, default=str)[:300]
+            )
+    return rank_log
 
 
 # --- one rank's log -> one report ---------------------------------------------------------------------------------
@@ -454,86 +467,133 @@ def compile_signature(report: dict) -> dict:
     }
 
 
-def rank_differences(reports: list[dict]) -> list[dict]:
-    """Each rank whose compiles differ from the first rank's: [{rank, fields: [what differs]}]."""
-    if len(reports) < 2:
-        return []
-    base = compile_signature(reports[0])
-    out = []
-    for report in reports[1:]:
-        signature = compile_signature(report)
-        fields = [key for key in base if signature[key] != base[key]]
-        if fields:
-            out.append(
-                {
-                    "rank": report["trace_import"]["rank"],
-                    "fields": fields,
-                    "detail": {key: {"base": base[key], "this": signature[key]} for key in fields},
-                }
-            )
-    return out
+def rank_difference(base: dict, report: dict) -> dict | None:
+    """How a rank's compiles differ from the first rank's (its signature ``base``): {rank, file, fields, detail}, or
+    None when they agree."""
+    signature = compile_signature(report)
+    fields = [key for key in base if signature[key] != base[key]]
+    if not fields:
+        return None
+    return {
+        "rank": report["trace_import"]["rank"],
+        "file": report["trace_import"]["file"]["name"],
+        "fields": fields,
+        "detail": {key: {"base": base[key], "this": signature[key]} for key in fields},
+    }
 
 
-def import_trace(path: str, display_name: str | None = None, limits: Limits | None = None) -> list[dict]:
-    """Every rank of a TORCH_TRACE upload as a report (first rank first); raises TraceLogError on an upload that
-    is not a log at all, or past a limit."""
+def _rank_info(report: dict, difference: dict | None) -> dict:
+    info = report["trace_import"]
+    return {
+        "rank": info["rank"],
+        "file": info["file"]["name"],
+        "signature": compile_signature(report),
+        "differs": difference["fields"] if difference else [],
+    }
+
+
+def import_ranks(path: str, display_name: str | None = None, limits: Limits | None = None, on_report=None) -> int:
+    """Import every rank of a TORCH_TRACE upload, one at a time: ``on_report(index, report)`` gets each report as
+    soon as it is made, the further ranks first (index 1, 2, ...) and the first rank last (index 0), since only its
+    report lists every rank (a further rank's lists the first rank and itself: the list would otherwise make the
+    import quadratic in ranks). At most two ranks' records and reports are held at once. Returns the number of
+    ranks; raises TraceLogError on an upload that is not a log at all, or past a limit."""
     display_name = display_name or os.path.basename(path)
-    ranks = read_logs(path, display_name, limits)
-    if not any(r.stats.records for r in ranks):
-        lines = sum(r.stats.lines for r in ranks)
+    limits = limits or Limits()
+    budget = Budget(limits.max_bytes)
+    first, ranks_info, differing, lines, any_records = None, [], [], 0, False
+    for index, log in enumerate(log_files(path, display_name, limits.max_ranks)):
+        rank_log = read_rank(log, budget, limits)
+        lines += rank_log.stats.lines
+        any_records = any_records or rank_log.stats.records > 0
+        report = _built(rank_log, display_name)
+        del rank_log
+        report["trace_import"]["source"] = display_name
+        if first is None:
+            first, base = report, compile_signature(report)
+            ranks_info.append(_rank_info(report, None))
+            continue
+        difference = rank_difference(base, report)
+        ranks_info.append(_rank_info(report, difference))
+        differing += [difference] if difference else []
+        report["trace_import"].update(
+            ranks=[ranks_info[0], ranks_info[-1]], differing_ranks=[difference] if difference else []
+        )
+        if on_report:  # a log with no record at all is refused below: its writer then drops these
+            on_report(index, report)
+    if not any_records:
         raise TraceLogError(
             f"{display_name} holds no structured-trace record in {lines} line(s): upload the file "
             "TORCH_TRACE=DIR wrote (DIR/dedicated_log_torch_trace_*.log), not TORCH_LOGS output"
         )
-    reports = [build_report(r, display_name) for r in ranks]
-    differing = rank_differences(reports)
-    ranks_info = [
-        {
-            "rank": r["trace_import"]["rank"],
-            "file": r["trace_import"]["file"]["name"],
-            "signature": compile_signature(r),
-        }
-        for r in reports
-    ]
-    flagged = {d["rank"]: d for d in differing}
-    for info in ranks_info:
-        info["differs"] = flagged.get(info["rank"], {}).get("fields", [])
-    for report in reports:
-        report["trace_import"].update(source=display_name, ranks=ranks_info, differing_ranks=differing)
-    return reports
+    first["trace_import"].update(ranks=ranks_info, differing_ranks=differing)
+    if on_report:
+        on_report(0, first)
+    return len(ranks_info)
+
+
+def import_trace(path: str, display_name: str | None = None, limits: Limits | None = None) -> list[dict]:
+    """Every rank of a TORCH_TRACE upload as a report, first rank first (import_ranks, collected)."""
+    reports = {}
+    import_ranks(path, display_name, limits, lambda index, report: reports.__setitem__(index, report))
+    return [reports[index] for index in sorted(reports)]
+
+
+def _built(log: RankLog, display_name: str) -> dict:
+    """One rank's report; a record whose fields have a shape no parser expects fails the import with a message
+    that says so, never with a traceback."""
+    try:
+        return build_report(log, display_name)
+    except Exception as exc:
+        raise TraceLogError(
+            f"{log.log.name}: a record has a shape this importer cannot read ({type(exc).__name__}: "
+            f"{str(exc)[:200]}): the log is damaged, or written by a torch this version of pt2scope does not know"
+        ) from None
+
+
+def report_file(index: int, rank: int | None) -> str:
+    """report.json for the first rank, report.rank<N>.json for a further ranked log, report.file<I>.json for a
+    further log whose name carries no rank (ranks are unique in an upload: these names cannot collide)."""
+    if index == 0:
+        return "report.json"
+    return f"report.rank{rank}.json" if rank is not None else f"report.file{index}.json"
 
 
 def write_import(log_path: str, out_dir: str, display_name: str, limits: Limits | None = None) -> list[str]:
-    """Import and write the reports (OUT/report.json, OUT/report.rank<N>.json); a log that cannot be read leaves
-    OUT/error.json {"error": message} instead. Returns the report paths."""
+    """Import and write the reports (OUT/report.json first, then one file per further rank: report_file), and
+    OUT/reports.json, their names in rank order; a log that cannot be read leaves OUT/error.json {"error": message}
+    instead. Returns the report paths, first rank first."""
     os.makedirs(out_dir, exist_ok=True)
     started = time.monotonic()
+    names: dict[int, str] = {}
+
+    def write(index: int, report: dict) -> None:
+        report["runtime"]["job_seconds"] = round(time.monotonic() - started, 3)
+        names[index] = report_file(index, report["trace_import"]["rank"])
+        write_report(report, os.path.join(out_dir, names[index]))
+
     try:
-        reports = import_trace(log_path, display_name, limits)
+        import_ranks(log_path, display_name, limits, write)
     except (TraceLogError, OSError) as exc:
         message = str(exc) if isinstance(exc, TraceLogError) else f"{display_name} cannot be read: {exc.strerror}"
         with open(os.path.join(out_dir, "error.json"), "w") as f:
             json.dump({"error": message}, f)
         return []
-    paths = []
-    for i, report in enumerate(reports):
-        report["runtime"]["job_seconds"] = round(time.monotonic() - started, 3)
-        rank = report["trace_import"]["rank"]
-        paths.append(
-            os.path.join(out_dir, "report.json" if i == 0 else f"report.rank{rank if rank is not None else i}.json")
-        )
-        write_report(report, paths[-1])
-    return paths
+    ordered = [names[index] for index in sorted(names)]
+    with open(os.path.join(out_dir, REPORTS_INDEX), "w") as f:
+        json.dump(ordered, f)
+    return [os.path.join(out_dir, name) for name in ordered]
 
 
 def main() -> int:
     """The child engine/importjob.py starts: this module (and torch) load first, then one job is read from stdin as
-    JSON {log, out, name, max_mb}; started ahead of the upload it will read, so the upload does not wait for it."""
+    JSON {log, out, name, max_mb, max_ranks}; prestarted before the upload it will read, so the upload does not wait for it."""
     line = sys.stdin.readline()
     if not line.strip():
         return 0  # the parent went away without a job for this child
     job = json.loads(line)
-    write_import(job["log"], job["out"], job["name"], Limits(max_bytes=int(job["max_mb"] * 1024**2)))
+    limits = Limits(max_bytes=int(job["max_mb"] * 1024**2), max_ranks=int(job["max_ranks"]))
+    write_import(job["log"], job["out"], job["name"], limits)
     return 0
 
 

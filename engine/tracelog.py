@@ -16,17 +16,24 @@ records are counted and sampled, never fatal.
 from __future__ import annotations
 
 import gzip
-import io
 import json
+import lzma
 import os
 import re
 import tarfile
 import zipfile
 from dataclasses import dataclass, field
+from zlib import error as zlib_error
 
 DEFAULT_MAX_BYTES = 2 * 1024**3  # decompressed bytes read in one import
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024**2  # one record's payload; longer ones are cut (and counted)
+# Logs in one upload: each becomes a run with a report of its own (about 0.1 s each to import and store here), and
+# one upload counts as one submission.
+DEFAULT_MAX_RANKS = 1024
 MALFORMED_SAMPLES = 20
+# A record nested deeper is not torch's (its deepest, compilation metrics' stacks, nest under 10): every reader
+# after this one may recurse on what it keeps.
+MAX_DEPTH = 64
 _RANK = re.compile(r"rank_(\d+)")
 _GZIP, _ZIP, _BZ2, _XZ = b"\x1f\x8b", b"PK\x03\x04", b"BZh", b"\xfd7zXZ"
 
@@ -39,6 +46,7 @@ class TraceLogError(ValueError):
 class Limits:
     max_bytes: int = DEFAULT_MAX_BYTES
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    max_ranks: int = DEFAULT_MAX_RANKS
 
 
 @dataclass
@@ -81,7 +89,7 @@ class LogFile:
     open: object  # () -> binary stream, decompressed
 
 
-class _Budget:
+class Budget:
     """Bytes read across every file of one upload, checked as they are read."""
 
     def __init__(self, limit: int):
@@ -118,8 +126,9 @@ def _rank_of(name: str) -> int | None:
     return int(match[1]) if match else None
 
 
-def log_files(path: str, display_name: str | None = None) -> list[LogFile]:
-    """The logs in an upload, by rank (files without a rank in their name keep their order, after the ranked)."""
+def log_files(path: str, display_name: str | None = None, max_ranks: int = DEFAULT_MAX_RANKS) -> list[LogFile]:
+    """The logs in an upload, by rank (files without a rank in their name keep their order, after the ranked); at
+    most ``max_ranks`` of them."""
     display_name = display_name or os.path.basename(path)
     kind = _kind(path)
     if kind == "log":
@@ -147,6 +156,11 @@ def log_files(path: str, display_name: str | None = None) -> list[LogFile]:
             files.append(LogFile(member.name, _rank_of(member.name), lambda member=member: archive.extractfile(member)))
     if not files:
         raise TraceLogError("the archive holds no file: zip or tar one folder with one log per rank")
+    if len(files) > max_ranks:
+        raise TraceLogError(
+            f"the archive holds {len(files)} logs, more than the import limit of {max_ranks} ranks: upload the "
+            "ranks you want to compare (a few usually show whether ranks compile alike)"
+        )
     folders = {os.path.dirname(f.name) for f in files}
     if len(folders) > 1:
         raise TraceLogError(
@@ -164,49 +178,158 @@ def _skipped(name: str) -> bool:
     return name.startswith("__MACOSX/") or base.startswith(".") or not base
 
 
-def records(log: LogFile, stats: FileStats, budget: _Budget, limits: Limits):
+# Logs are read in blocks, never by Python's line iterator: a record's payload lines are taken as one run (a
+# million payload lines cost a hundred thousand steps, not a million), a run of blank lines (a newline bomb: 3 GiB of
+# them fit in a 3 MB tar.gz) is skipped in one step, and a line is never held whole past the payload limit.
+READ_BLOCK = 1024**2
+# One item of a block: a run of payload lines (tab-indented), one other line, or a run of blank lines.
+_ITEM = re.compile(rb"(?P<payload>(?:\t[^\n]*\n)+)|(?P<line>[^\t\n][^\n]*)\n|(?P<blank>\n+)")
+LINE, PAYLOAD, BLANK, LONG = "line", "payload", "blank", "long"
+
+
+def _items(stream, budget: Budget, stats: FileStats, name: str, max_line: int):
+    """Yield (line number, kind, value) for the lines of a binary stream, in order: LINE (value: the line's text,
+    decoded as UTF-8 with bad bytes replaced), PAYLOAD (value: consecutive tab-indented lines as bytes, each ending
+    in its newline), BLANK (one or more blank lines) or LONG (a line longer than ``max_line`` bytes, never held
+    whole; value None). Every byte read is spent from ``budget`` and counted in ``stats``."""
+    number = 0  # newlines read so far: the next line is number + 1
+    tail, tail_bytes = [], 0  # the unfinished line, in pieces (joined once its newline arrives)
+    skipping = False  # inside an over-long line, already yielded: read on to its newline
+    while True:
+        block = stream.read(READ_BLOCK)
+        if not block:
+            break
+        budget.spend(len(block), name)
+        stats.bytes += len(block)
+        if skipping:
+            newline = block.find(b"\n")
+            if newline < 0:
+                continue
+            block, skipping = block[newline + 1 :], False
+            number += 1
+        end = block.rfind(b"\n") + 1  # what follows the last newline is an unfinished line
+        if end == 0:
+            tail.append(block)
+            tail_bytes += len(block)
+        else:
+            data = b"".join([*tail, block]) if tail else block
+            end += tail_bytes
+            tail, tail_bytes = [], 0
+            for match in _ITEM.finditer(data, 0, end):
+                kind = match.lastgroup
+                start, stop = match.span()
+                if kind == LINE:
+                    if stop - start - 1 > max_line:
+                        yield number + 1, LONG, None
+                    else:
+                        yield number + 1, LINE, data[start : stop - 1].decode("utf-8", "replace")
+                    number += 1
+                else:
+                    yield number + 1, kind, data[start:stop] if kind == PAYLOAD else None
+                    number += data.count(b"\n", start, stop)
+            if end < len(data):
+                tail, tail_bytes = [data[end:]], len(data) - end
+        if tail_bytes > max_line:
+            yield number + 1, LONG, None
+            tail, tail_bytes, skipping = [], 0, True
+    if tail:
+        last = b"".join(tail)
+        if last.startswith(b"\t"):
+            yield number + 1, PAYLOAD, last + b"\n"
+        else:
+            yield number + 1, LINE, last.decode("utf-8", "replace")
+    stats.lines = number + (1 if tail or skipping else 0)
+
+
+def _payload_text(runs: list[bytes]) -> str | None:
+    """A record's payload lines (runs of tab-indented lines) as one text without the tabs."""
+    if not runs:
+        return None
+    joined = b"".join(runs)
+    return joined[1:].replace(b"\n\t", b"\n").decode("utf-8", "replace")
+
+
+def _record(line: str, number: int, stats: FileStats) -> dict | None:
+    """The JSON object of a record's line (after its glog prefix), or None with the reason counted in ``stats``."""
+    start = line.find("] {")
+    if start < 0:
+        if line.strip():
+            stats.note_malformed(number, "not a structured-trace record (no '] {' after the log prefix)", line)
+        return None
+    text = line[start + 2 :]
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        stats.note_malformed(number, f"the record's JSON does not parse: {reason}", line)
+        return None
+    if not isinstance(parsed, dict) or not parsed:
+        stats.note_malformed(number, "the record is not a JSON object with an event", line)
+        return None
+    # Fewer opening brackets than the limit cannot nest past it: most records are not walked.
+    if text.count("[") + text.count("{") > MAX_DEPTH and nested_deeper_than(parsed, MAX_DEPTH):
+        stats.note_malformed(number, f"the record is nested deeper than {MAX_DEPTH} levels", line)
+        return None
+    return parsed
+
+
+def nested_deeper_than(value, limit: int) -> bool:
+    """Whether lists and objects nest more than ``limit`` deep (walked level by level: the value is untrusted)."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return True
+
+
+def records(log: LogFile, stats: FileStats, budget: Budget, limits: Limits):
     """Yield each record of one log as (metadata, payload or None): metadata is the record's JSON object, payload
-    its tab-indented lines joined (each keeps its newline). Lines that fit no record are counted in ``stats``."""
+    its tab-indented lines joined without their tabs (each keeps its newline); a blank line ends a record. Lines
+    that fit no record are counted in ``stats``."""
     meta, payload, payload_bytes, cut = None, None, 0, False
-    stream = io.TextIOWrapper(log.open(), encoding="utf-8", errors="replace", newline="\n")
+    stream = log.open()
     number = 0
     try:
-        for number, line in enumerate(stream, 1):
-            budget.spend(len(line), log.name)
-            stats.bytes += len(line)
-            if line.startswith("\t"):
+        for number, kind, value in _items(stream, budget, stats, log.name, limits.max_payload_bytes):
+            stats.lines = number  # where a record's reader (engine.traceimport) notes what it could not read
+            if kind == PAYLOAD:
                 if meta is None:
-                    stats.note_malformed(number, "payload line without a record before it", line)
+                    stats.note_malformed(
+                        number, "payload line without a record before it", value[:300].decode("utf-8", "replace")
+                    )
                 elif not cut:
-                    payload_bytes += len(line) - 1
-                    if payload_bytes > limits.max_payload_bytes:
-                        cut = True
+                    room = limits.max_payload_bytes - payload_bytes
+                    if len(value) > room:  # cut at the last whole line that fits
+                        value, cut = value[: value.rfind(b"\n", 0, room) + 1], True
                         stats.truncated_payloads += 1
-                    else:
-                        payload.append(line[1:])
+                    payload_bytes += len(value)
+                    payload.append(value)
+                continue
+            if kind == LONG and meta is not None:  # an over-long payload line: the payload is cut here
+                if not cut:
+                    cut = True
+                    stats.truncated_payloads += 1
                 continue
             if meta is not None:
-                yield meta, "".join(payload) if payload else None
+                yield meta, _payload_text(payload)
                 meta = None
-            start = line.find("] {")
-            if start < 0:
-                if line.strip():
-                    stats.note_malformed(number, "not a structured-trace record (no '] {' after the log prefix)", line)
+            if kind == LONG:
+                stats.note_malformed(number, f"a line longer than {limits.max_payload_bytes} bytes", "")
+            if kind != LINE:
                 continue
-            try:
-                parsed = json.loads(line[start + 2 :])
-            except ValueError as exc:
-                stats.note_malformed(number, f"the record's JSON does not parse: {exc}", line)
-                continue
-            if not isinstance(parsed, dict) or not parsed:
-                stats.note_malformed(number, "the record is not a JSON object with an event", line)
-                continue
-            stats.records += 1
-            meta, payload, payload_bytes, cut = parsed, [], 0, False
+            parsed = _record(value, number, stats)
+            if parsed is not None:
+                stats.records += 1
+                meta, payload, payload_bytes, cut = parsed, [], 0, False
         if meta is not None:
-            yield meta, "".join(payload) if payload else None
-    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as exc:
+            yield meta, _payload_text(payload)
+    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib_error, lzma.LZMAError) as exc:
         raise TraceLogError(f"{log.name} could not be read to its end (line {number + 1}): {exc}") from None
     finally:
-        stats.lines = number
         stream.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from contract.limits import DEFAULT_LIMITS, JobLimits
 from contract.vocab import ISOLATION_MODES
@@ -31,7 +32,9 @@ class Settings:
     isolation: str = "bubblewrap"
     # Per-job limits beyond the time limit (contract/limits.py: the defaults engine.job.JobRequest also uses).
     cpu_time_limit_s: float = DEFAULT_LIMITS.cpu_time_limit_s
-    memory_limit_mb: int = DEFAULT_LIMITS.memory_limit_mb  # CPU jobs only (RLIMIT_AS); GPU: a cgroup/container limit
+    memory_limit_mb: int | None = (
+        DEFAULT_LIMITS.memory_limit_mb
+    )  # CPU jobs only (RLIMIT_AS); GPU: a cgroup/container limit
     process_limit: int = DEFAULT_LIMITS.process_limit
     open_files_limit: int = DEFAULT_LIMITS.open_files_limit
     file_size_limit_mb: int = DEFAULT_LIMITS.file_size_limit_mb
@@ -62,6 +65,7 @@ class Settings:
     # expand to once decompressed.
     max_trace_mb: int = 256
     max_trace_expanded_mb: int = 2048
+    max_trace_ranks: int = 1024  # logs in one upload: each becomes a run of its own
     secret_key: str = ""  # signs the session cookie that carries the CSRF token; empty: kept in the instance
 
     def job_limits(self) -> dict:
@@ -102,7 +106,7 @@ class Settings:
             heartbeat_interval_s=float(env.get("PT2SCOPE_HEARTBEAT_INTERVAL", 5)),
             worker_stale_after_s=float(env.get("PT2SCOPE_WORKER_STALE_AFTER", 30)),
         )
-        defaults = {f.name: f.default for f in fields(cls)}
+        defaults: dict[str, Any] = {f.name: f.default for f in fields(cls)}
         for name, variable in SECURITY_ENV.items():
             if variable in env:
                 kind = type(defaults[name])
@@ -151,4 +155,5 @@ SECURITY_ENV = {
     "secret_key": "PT2SCOPE_SECRET_KEY",
     "max_trace_mb": "PT2SCOPE_MAX_TRACE_MB",
     "max_trace_expanded_mb": "PT2SCOPE_MAX_TRACE_EXPANDED_MB",
+    "max_trace_ranks": "PT2SCOPE_MAX_TRACE_RANKS",
 }

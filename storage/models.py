@@ -53,6 +53,9 @@ class Run(Base):
     # Who runs it: the reaper fails the run when this worker stops beating or this process is gone.
     worker_name: Mapped[str | None] = mapped_column(String(255))
     worker_pid: Mapped[int | None]
+    # When the worker was done with it (report and every figure after it stored): started_at to this is the time
+    # a job holds a worker, which the queue's wait estimate reads (storage.progress).
+    released_at: Mapped[datetime | None]
 
     error_stage: Mapped[str | None] = mapped_column(String(32))
     error_kind: Mapped[str | None] = mapped_column(String(64))
@@ -138,14 +141,26 @@ class ReportGraph(Base):
 
 class TraceUpload(Base):
     """An uploaded TORCH_TRACE log waiting for a worker to import it; deleted once imported. In the database,
-    like reports, because the web and worker hosts share nothing else."""
+    like reports, because the web and worker hosts share nothing else. Its bytes are in TraceUploadChunk rows
+    (``body`` only for uploads stored before chunks were)."""
 
     __tablename__ = "trace_uploads"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     filename: Mapped[str] = mapped_column(String(255))
     size: Mapped[int]
-    body: Mapped[bytes] = mapped_column(LargeBinary)
+    body: Mapped[bytes | None] = mapped_column(LargeBinary)
+
+
+class TraceUploadChunk(Base):
+    """One piece of an upload, in order (seq): written as the web process reads the upload and read back the same
+    way by the worker, so neither holds a whole upload (four 250 MB uploads at once took a web process to 2.2 GiB)."""
+
+    __tablename__ = "trace_upload_chunks"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class ReportPiece(Base):

@@ -9,24 +9,29 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast, get_type_hints
 
 from pydantic import TypeAdapter
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy import text as sql_text
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from contract import graphs, provenance
 from contract.counts import summarize as summarize_counts
 from contract.report import SCHEMA_VERSION, Report, ReportError, check_version, checked_report
-from contract.vocab import STAGES, job_plan
+from storage import progress
 from storage.config import Settings
 from storage.models import (
     FAILED,
-    FINISHED_STATUSES,
     IMPORT,
+    JOB,
     QUEUED,
     RUNNING,
     SUCCEEDED,
@@ -36,6 +41,7 @@ from storage.models import (
     Run,
     RunEvent,
     TraceUpload,
+    TraceUploadChunk,
     WorkerHeartbeat,
     utcnow,
 )
@@ -67,22 +73,46 @@ def create_run(
     parent: Run | None = None,
     fingerprint: str | None = None,
 ) -> Run | None:
-    """Store a new queued run. With ``limit`` (count, since): only if ``client`` submitted fewer than count runs
-    since then, else None; the check and the insert hold a lock per client (PostgreSQL: an advisory lock; SQLite:
-    the database's write lock), so parallel submissions cannot all pass one check. ``parent``: the run this one
-    re-runs with other settings (its page then offers the comparison)."""
-    if limit is not None and client is not None:
-        session.commit()  # end the request's reads: the lock and the count belong to one new transaction
+    """Store a new queued run (create_or_join_run without joining an identical one); None over the rate limit."""
+    run, _ = create_or_join_run(session, submission, client, limit, parent, fingerprint, join=False)
+    return run
+
+
+def create_or_join_run(
+    session: Session,
+    submission: Submission,
+    client: str | None = None,
+    limit: tuple[int, datetime] | None = None,
+    parent: Run | None = None,
+    fingerprint: str | None = None,
+    join: bool = True,
+) -> tuple[Run | None, bool]:
+    """(run, True) for the run that already measures an identical submission (identical_run, with ``join`` and a
+    ``fingerprint``), else (a new queued run, False). With ``limit`` (count, since): a new run only if ``client``
+    submitted fewer than count runs since then, else (None, False). The checks and the insert hold locks (the
+    fingerprint's and the client's; PostgreSQL: advisory locks; SQLite: the database's write lock), so a class
+    pressing Run on the same code at once gets one run, and parallel submissions cannot all pass one rate check.
+    ``parent``: the run this one re-runs with other settings (its page then offers the comparison)."""
+    keys = [k for k in (fingerprint if join else None, client if limit is not None else None) if k is not None]
+    if keys:
+        session.commit()  # end the request's reads: the locks and the checks belong to one new transaction
         dialect = session.get_bind().dialect.name
         if dialect == "sqlite":
             session.execute(sql_text("BEGIN IMMEDIATE"))
         elif dialect == "postgresql":
-            key = int.from_bytes(hashlib.sha256(client.encode()).digest()[:8], "big", signed=True)
-            session.execute(select(func.pg_advisory_xact_lock(key)))
-        count, since = limit
-        if len(recent_submissions(session, client, since)) >= count:
-            session.rollback()
-            return None
+            for key in sorted(
+                int.from_bytes(hashlib.sha256(k.encode()).digest()[:8], "big", signed=True) for k in keys
+            ):
+                session.execute(select(func.pg_advisory_xact_lock(key)))
+        identical = identical_run(session, fingerprint) if join else None
+        if identical is not None:
+            session.commit()
+            return identical, True
+        if limit is not None and client is not None:
+            count, since = limit
+            if len(recent_submissions(session, client, since)) >= count:
+                session.rollback()
+                return None, False
     run = Run(
         code=submission.code,
         filename=submission.filename,
@@ -96,34 +126,79 @@ def create_run(
     )
     session.add(run)
     session.commit()
-    return run
+    return run, False
 
 
-def create_import(session: Session, filename: str, body: bytes, client: str | None = None) -> Run:
-    """A run for an uploaded TORCH_TRACE log, with the upload waiting beside it for a worker."""
+UPLOAD_CHUNK_BYTES = 4 * 1024**2
+
+
+class UploadTooLarge(ValueError):
+    pass
+
+
+def create_import(session: Session, filename: str, stream, max_bytes: int, client: str | None = None) -> Run:
+    """A run for an uploaded TORCH_TRACE log, with the upload waiting beside it for a worker: read from the binary
+    ``stream`` and stored a chunk at a time (never whole in memory). Raises UploadTooLarge past ``max_bytes``, and
+    ValueError for an empty upload; nothing is stored then."""
     run = Run(kind=IMPORT, code="", filename=filename, device="cpu", train=None, configs=[], queue="cpu", client=client)
     session.add(run)
     session.flush()
-    session.add(TraceUpload(run_id=run.id, filename=filename, size=len(body), body=body))
+    size, seq = 0, 0
+    while chunk := stream.read(UPLOAD_CHUNK_BYTES):
+        size += len(chunk)
+        if size > max_bytes:
+            session.rollback()
+            raise UploadTooLarge(f"larger than {max_bytes} bytes")
+        # A core insert: an ORM object would keep every chunk in the session until the commit.
+        session.execute(insert(TraceUploadChunk).values(run_id=run.id, seq=seq, data=chunk))
+        seq += 1
+        del chunk
+    if size == 0:
+        session.rollback()
+        raise ValueError("empty upload")
+    session.add(TraceUpload(run_id=run.id, filename=filename, size=size, body=None))
     session.commit()
     return run
 
 
-def take_upload(session: Session, run_id: int) -> TraceUpload | None:
-    return session.get(TraceUpload, run_id)
+def write_upload(session: Session, run_id: int, path: str) -> TraceUpload | None:
+    """Write a waiting upload's bytes to ``path``, a chunk at a time; its TraceUpload row (None: it is gone)."""
+    upload = session.get(TraceUpload, run_id)
+    if upload is None:
+        return None
+    with open(path, "wb") as f:
+        if upload.body is not None:  # stored before uploads were chunked
+            f.write(upload.body)
+        seq = 0
+        while (data := _upload_chunk(session, run_id, seq)) is not None:
+            f.write(data)
+            seq += 1
+            del data
+    session.expunge(upload)
+    return upload
+
+
+def _upload_chunk(session: Session, run_id: int, seq: int) -> bytes | None:
+    return session.execute(
+        select(TraceUploadChunk.data).where(TraceUploadChunk.run_id == run_id, TraceUploadChunk.seq == seq)
+    ).scalar()
 
 
 def drop_upload(session: Session, run_id: int) -> None:
+    session.execute(delete(TraceUploadChunk).where(TraceUploadChunk.run_id == run_id))
     session.execute(delete(TraceUpload).where(TraceUpload.run_id == run_id))
     session.commit()
 
 
-def store_import(session: Session, run_id: int, reports: list[dict]) -> None:
-    """Store an import's reports: the first rank in the run itself, every further rank in a run of its own (kind
-    "import", parent_id the first run); each report's trace_import.ranks[].id then names the run of that rank."""
-    run = session.get(Run, run_id)
+def store_import(session: Session, run_id: int, first: dict, further: Iterable[dict] = ()) -> None:
+    """Store an import's reports: the first rank's in the run itself, each further rank's in a run of its own (kind
+    "import", parent_id the first run), one report at a time (``further`` may read each as it is asked for). The
+    first rank's report lists every rank, a further rank's the first rank and itself (engine.traceimport); each
+    listed rank's ``id`` then names the run of that rank."""
+    run = session.get_one(Run, run_id)
+    ranks = first["trace_import"]["ranks"]
     rank_runs = [run]
-    for report in reports[1:]:
+    for info in ranks[1:]:
         rank_run = Run(
             kind=IMPORT,
             code="",
@@ -135,20 +210,34 @@ def store_import(session: Session, run_id: int, reports: list[dict]) -> None:
             client=None,
             parent_id=run.id,
             status=RUNNING,
-            rank=report["trace_import"]["rank"],
+            rank=info["rank"],
             started_at=run.started_at,
         )
         session.add(rank_run)
         rank_runs.append(rank_run)
-    run.rank = reports[0]["trace_import"]["rank"] if reports else None
+    run.rank = first["trace_import"]["rank"]
     session.commit()  # the ranks' runs (and their ids) exist before any report is stored
-    for report in reports:
-        for info, rank_run in zip(report["trace_import"]["ranks"], rank_runs):
-            info["id"] = rank_run.slug
-    for report, rank_run in zip(reports[1:], rank_runs[1:]):
+    for info, rank_run in zip(ranks, rank_runs):
+        info["id"] = rank_run.slug
+    for rank_run, report in zip(rank_runs[1:], further):
+        own = report["trace_import"]["ranks"]
+        own[0]["id"], own[-1]["id"] = run.slug, rank_run.slug
         store_report(session, rank_run.id, report)
-    session.execute(delete(TraceUpload).where(TraceUpload.run_id == run_id))
-    store_report(session, run_id, reports[0])
+        session.expire_all()  # nothing of this rank's report stays in the session
+    drop_upload(session, run_id)
+    store_report(session, run_id, first)
+
+
+def import_ranks(session: Session, run: Run, trace_import: dict) -> dict:
+    """An imported run's trace_import section with every rank of its upload: a further rank's report lists only
+    the first rank and itself (store_import), so the list and the differing ranks come from the first rank's run."""
+    if run.parent_id is None:
+        return trace_import
+    parent = session.get(Run, run.parent_id)
+    first = load_sections(session, parent, ["trace_import"]).get("trace_import") if parent else None
+    if not first:
+        return trace_import
+    return {**trace_import, "ranks": first["ranks"], "differing_ranks": first["differing_ranks"]}
 
 
 # The software whose versions decide what a job measures: torch, Triton, Python on the worker, and this report
@@ -217,14 +306,126 @@ def get_run(session: Session, slug: str) -> Run | None:
     return session.scalar(select(Run).where(Run.slug == slug))
 
 
+def fair_order(session: Session, queue: str, kind: str | None = None) -> list[int]:
+    """The ids of the queued runs of a queue (of one kind: jobs and imports are claimed by their own tasks) in the order the
+    workers start them: round-robin across clients, so one client's many runs never hold back another's. A run's
+    round is how many runs its client has had served while the queue was waiting (running, or started or released
+    since the oldest queued run was submitted) or queued before it; the rounds run in turn, each in the order of
+    submission (a classroom's single runs go before one student's fifth). Read by every waiting page's poll: only
+    the three columns it needs, never the runs' code."""
+    kinds = (kind,) if kind is not None else (JOB, IMPORT)
+    waiting = session.execute(
+        select(Run.id, Run.client, Run.created_at)
+        .where(Run.status == QUEUED, Run.queue == queue, Run.kind.in_(kinds))
+        .order_by(Run.id)
+    ).all()
+    if not waiting:
+        return []
+    oldest = waiting[0].created_at
+    served = select(Run.client).where(
+        Run.queue == queue,
+        Run.kind.in_(kinds),
+        Run.status != QUEUED,
+        (Run.status == RUNNING) | (Run.started_at >= oldest) | (Run.released_at >= oldest),
+    )
+    rounds, keyed = Counter(session.scalars(served)), []
+    for run_id, client, _ in waiting:
+        keyed.append((rounds[client], run_id))
+        rounds[client] += 1
+    return [run_id for _, run_id in sorted(keyed)]
+
+
 def queue_position(session: Session, run: Run) -> int | None:
-    """1 for the next run its queue will start; None once it is no longer waiting."""
+    """1 for the next run its queue will start (fair_order); None once it is no longer waiting."""
     if run.status != QUEUED:
         return None
-    ahead = session.scalar(
-        select(func.count()).select_from(Run).where(Run.status == QUEUED, Run.queue == run.queue, Run.id < run.id)
+    order = fair_order(session, run.queue)
+    return order.index(run.id) + 1 if run.id in order else None
+
+
+def queue_estimate(session: Session, settings: Settings, run: Run) -> dict | None:
+    """A queued run's place and expected wait: {position, ahead, workers, wait_s, from_jobs, text} (wait_s None
+    until a job of the queue has been measured; text: the words the pages show after the position); None once it
+    is no longer waiting."""
+    position = queue_position(session, run)
+    if position is None:
+        return None
+    history = queue_history(session, run.queue, run.configs or [])
+    now = utcnow()
+    running = session.scalars(select(Run).where(Run.status == RUNNING, Run.queue == run.queue))
+    workers = sum(1 for w in online_workers(session, settings) if run.queue in w.queues)
+    wait = progress.queue_wait(
+        position - 1, [progress.running_left(r, history, now) for r in running], workers, history
     )
-    return ahead + 1
+    return {
+        "position": position,
+        "ahead": position - 1,
+        "workers": workers,
+        "wait_s": wait,
+        "from_jobs": history.jobs,
+        "text": progress.queue_words(position - 1, wait, history.jobs, workers),
+    }
+
+
+# Recent runs whose measured times the estimates use, and how long those figures are reused (every waiting page
+# polls twice a second; the figures change only when a job ends).
+HISTORY_RUNS = 20
+HISTORY_TTL_S = 10.0
+_history_cache: dict[tuple, tuple[float, progress.History]] = {}
+
+
+def queue_history(session: Session, queue: str, configs: list[str]) -> progress.History:
+    """What the queue's recent finished jobs measured (progress.History): step seconds from those with these
+    configs, worker seconds per job from any."""
+    key = (session.get_bind().engine.url.render_as_string(), queue, tuple(configs))
+    cached = _history_cache.get(key)
+    if cached and time.monotonic() - cached[0] < HISTORY_TTL_S:
+        return cached[1]
+    finished = select(Run).where(Run.queue == queue, Run.kind != IMPORT, Run.released_at.is_not(None))
+    recent = session.scalars(finished.order_by(Run.id.desc()).limit(HISTORY_RUNS)).all()
+    alike = [
+        r
+        for r in session.scalars(
+            finished.where(Run.status == SUCCEEDED).order_by(Run.id.desc()).limit(HISTORY_RUNS * 5)
+        )
+        if r.configs == configs
+    ][:HISTORY_RUNS]
+    history = progress.History.measured(
+        [(progress.progress_steps(r), r.finished_at) for r in alike if r.finished_at],
+        [(r.released_at - r.started_at).total_seconds() for r in recent if r.started_at and r.released_at],
+    )
+    _history_cache[key] = (time.monotonic(), history)
+    return history
+
+
+def time_left(session: Session, run: Run, steps: list[dict]) -> float | None:
+    """Seconds until the run's report is readable (progress.time_left, with its queue's history)."""
+    if run.status != RUNNING:
+        return None
+    return progress.time_left(steps, queue_history(session, run.queue, run.configs or []))
+
+
+def claim_next(session: Session, queue: str, kind: str, worker_name: str, pid: int) -> Run | None:
+    """Move the fairest queued run of this queue and kind (fair_order) to running for this worker; None when none
+    is queued. Each task message claims one run, not necessarily its own: there is one message per queued run, so
+    every run is claimed once. The claim is one conditional UPDATE: two workers never claim the same run."""
+    for run_id in fair_order(session, queue, kind):
+        result = session.execute(
+            update(Run)
+            .where(Run.id == run_id, Run.status == QUEUED)
+            .values(status=RUNNING, started_at=utcnow(), worker_name=worker_name, worker_pid=pid)
+        )
+        claimed = cast(CursorResult, result).rowcount  # an UPDATE's result is a cursor's
+        session.commit()
+        if claimed:
+            return session.get(Run, run_id, populate_existing=True)
+    return None
+
+
+def release_run(session: Session, run_id: int) -> None:
+    """The worker is done with the run (its report and every figure after it stored): the queue's job times."""
+    session.execute(update(Run).where(Run.id == run_id).values(released_at=utcnow()))
+    session.commit()
 
 
 def claim_run(session: Session, run_id: int, worker_name: str, pid: int) -> Run | None:
@@ -269,7 +470,7 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
     each graph as the viewer reads it and each line's provenance, so pages never build them) and finish the run as
     succeeded or failed. A report that does not validate is not stored: the run fails naming the field it got
     wrong; nor is one larger than ``limit_bytes`` as stored: the run fails with kind "report_limit"."""
-    run = session.get(Run, run_id)
+    run = session.get_one(Run, run_id)
     try:
         report = checked_report(report)
     except ReportError as exc:
@@ -313,7 +514,7 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
 def replace_section(session: Session, run_id: int, name: str, value) -> None:
     """Rewrite one section of a stored report (validated as that section of the contract); nothing when the run
     has no such section (its report was not stored)."""
-    adapter = TypeAdapter(Report.model_fields[name].annotation)  # a model, or a list of them (stages)
+    adapter: TypeAdapter = TypeAdapter(get_type_hints(Report)[name])  # a model, or a list of them (stages)
     value = adapter.dump_python(adapter.validate_python(value))
     section = session.get(ReportSection, (run_id, name))
     if section is not None:
@@ -323,7 +524,7 @@ def replace_section(session: Session, run_id: int, name: str, value) -> None:
 
 def set_engine_seconds(session: Session, run_id: int, report: dict) -> None:
     """The engine's job seconds of a report whose sections were replaced after it was first stored."""
-    session.get(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    session.get_one(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
     session.commit()
 
 
@@ -353,19 +554,19 @@ def _write_report(
     stored (the old rows are deleted all the same). ``filename``: the user's file (default: the report's)."""
     filename = filename or (report.get("source") or {}).get("filename") or "model.py"
     _delete_report(session, run_id)
-    rows, stored_bytes = [], 0
+    rows: list[ReportSection | ReportGraph | ReportPiece] = []
+    stored_bytes = 0
     for position, (name, value) in enumerate(report.items()):
         outline = graphs.section_outline(value)
-        rows.append(
-            ReportSection(
-                run_id=run_id,
-                name=name,
-                position=position,
-                body=_json_text(value),
-                outline=None if outline is None else _json_text(outline),
-            )
+        section = ReportSection(
+            run_id=run_id,
+            name=name,
+            position=position,
+            body=_json_text(value),
+            outline=None if outline is None else _json_text(outline),
         )
-        stored_bytes += len(rows[-1].body) + len(rows[-1].outline or "")
+        rows.append(section)
+        stored_bytes += len(section.body) + len(section.outline or "")
     for graph_id, graph in graphs.report_graphs(report):
         rows.append(
             ReportGraph(run_id=run_id, graph_id=graph_id, body=_json_text(graphs.graph_payload(graph_id, graph)))
@@ -421,7 +622,8 @@ def summarize(report: dict) -> dict:
     """Headline numbers for the Overview and the API, stored on the run so that tab never loads the big sections.
     The counts are the engine's (report["summary"], docs/report-schema.md), never recounted here; a report stored
     before the engine wrote them (summary.counts null) gets them from the same function (contract.counts.summarize)."""
-    counts = report.get("summary") if (report.get("summary") or {}).get("counts") else summarize_counts(report)
+    stored_counts = report.get("summary") or {}
+    counts = stored_counts if stored_counts.get("counts") else summarize_counts(report)
     runtime = report.get("runtime") or {}
     measured = [
         b
@@ -464,7 +666,7 @@ def load_sections(
 
 
 def has_report(session: Session, run: Run) -> bool:
-    return session.scalar(select(func.count()).select_from(ReportSection).where(ReportSection.run_id == run.id)) > 0
+    return bool(session.scalar(select(func.count()).select_from(ReportSection).where(ReportSection.run_id == run.id)))
 
 
 def graph_json_text(session: Session, run: Run, graph_id: str) -> str | None:
@@ -538,139 +740,17 @@ def _stored_report_text(session: Session, run: Run) -> str:
     return "{" + ",".join(f"{json.dumps(name)}:{body}" for name, body in rows) + "}"
 
 
-def stage_progress(run: Run) -> list[dict]:
-    """Each engine stage, in the order a job runs them, with its latest state (pending, started, finished,
-    failed; skipped when the run ended without starting it, or when the job's configs do not run it) and its seconds. A stage that runs once per config
-    (benchmark) is finished only when its last planned run is."""
-    steps = progress_steps(run)
-    progress = []
-    for stage in STAGES:
-        mine = [step for step in steps if step["stage"] == stage]
-        if not mine:  # not part of this job (Inductor for an aot_eager job)
-            progress.append({"stage": stage, "state": "skipped", "seconds": None, "elapsed_s": None})
-            continue
-        states = {step["state"] for step in mine}
-        state = next((s for s in ("failed", "started") if s in states), None) or (
-            "finished"
-            if states == {"finished"}
-            else "started"
-            if "finished" in states and "pending" in states
-            else mine[0]["state"]
-        )
-        seconds = [step["seconds"] for step in mine if step["seconds"] is not None]
-        progress.append(
-            {
-                "stage": stage,
-                "state": state,
-                "seconds": sum(seconds) if seconds else None,
-                "elapsed_s": max((step["elapsed_s"] or 0 for step in mine), default=None),
-            }
-        )
-    return progress
-
-
-def progress_steps(run: Run) -> list[dict]:
-    """The job's steps in the order they ran, then those still to come (contract.vocab.job_plan): each
-    {stage, config, state, seconds, elapsed_s}. A benchmark is one step per config."""
-    steps: list[dict] = []
-    for event in run.events:
-        if event.kind != "stage" or event.stage not in STAGES:
-            continue
-        step = next(
-            (
-                s
-                for s in reversed(steps)
-                if s["stage"] == event.stage
-                and (s["config"] == event.config or event.config is None or s["config"] is None)
-                and s["state"] == "started"
-            ),
-            None,
-        )
-        if step is None or event.state == "started":
-            step = {
-                "stage": event.stage,
-                "config": event.config,
-                "state": event.state,
-                "seconds": None,
-                "elapsed_s": event.elapsed_s,
-            }
-            steps.append(step)
-        step.update(
-            state=event.state,
-            config=step["config"] or event.config,
-            seconds=event.seconds if event.seconds is not None else step["seconds"],
-            elapsed_s=event.elapsed_s if event.elapsed_s is not None else step["elapsed_s"],
-        )
-    seen = [(s["stage"], s["config"]) for s in steps]
-    never_started = "skipped" if run.status in FINISHED_STATUSES else "pending"
-    for stage, config in job_plan(run.configs or []):
-        if (stage, config) in seen:
-            seen.remove((stage, config))
-        elif (stage, None) in seen:  # an older event without its config
-            seen.remove((stage, None))
-        else:
-            steps.append({"stage": stage, "config": config, "state": never_started, "seconds": None, "elapsed_s": None})
-    return steps
-
-
 def store_early_report(session: Session, run_id: int, report: dict, limit_bytes: int = REPORT_LIMIT_BYTES) -> bool:
     """Store the report a job hands over before its warm compile (engine.job.run_job's on_report) as the run's:
     succeeded, readable, but with no engine seconds yet (the job runs on): that is what still_measuring reads.
     False when it was not stored as a success (refused as too large): the final report then decides."""
     store_report(session, run_id, report, limit_bytes)
-    run = session.get(Run, run_id)
+    run = session.get_one(Run, run_id)
     if run.status != SUCCEEDED:
         return False
     run.engine_seconds = None
     session.commit()
     return True
-
-
-def job_runs_on(run: Run, settings: Settings) -> bool:
-    """Whether the run's job may still be running: the run is, or its report was stored before the warm compile
-    (store_early_report) and the final report has not filled it in, within the job's time limit since (a worker
-    lost meanwhile never completes it; the report stays as stored)."""
-    if run.status == RUNNING:
-        return True
-    if run.status != SUCCEEDED or run.kind == IMPORT or run.engine_seconds is not None or run.finished_at is None:
-        return False
-    return utcnow() - run.finished_at <= timedelta(seconds=settings.job_limits()["time_limit_s"])
-
-
-def still_measuring(run: Run, steps: list[dict], settings: Settings) -> list[dict]:
-    """The warm compile of a run whose report was stored before it, until the final report has filled it in: the
-    pages say so and reload then."""
-    if run.status != SUCCEEDED or not job_runs_on(run, settings):
-        return []
-    return [step for step in steps if step["stage"] == "warm_compile"]
-
-
-def time_left(steps: list[dict]) -> float | None:
-    """Seconds the steps still to come should take, estimated from those done: each about a finished benchmark's
-    time, plus the recorded compile's time for a config's benchmark that compiles it again.
-    None until the recorded compile and one benchmark have finished."""
-    done = [s for s in steps if s["state"] == "finished" and s["seconds"] is not None]
-    compile_s = sum(s["seconds"] for s in done if s["stage"] in ("dynamo", "aot", "inductor"))
-    benchmarks = [s["seconds"] for s in done if s["stage"] == "benchmark"]
-    if not benchmarks or not any(s["stage"] == "dynamo" for s in done):
-        return None
-    timing = sum(benchmarks) / len(benchmarks)
-    recorded = next((s["config"] for s in steps if s["stage"] == "dynamo"), None)
-    left = 0.0
-    for step in steps:
-        if step["state"] not in ("pending", "started"):
-            continue
-        if step["stage"] == "benchmark":  # a config's benchmark compiles it again unless it is eager or recorded
-            left += timing + (compile_s if step["config"] not in (None, "eager", recorded) else 0)
-        elif step["stage"] == "warm_compile":  # two fresh processes (torch's import each, caches warm): measured on
-            left += compile_s  # the seed, 13-15 s against a 16 s recorded compile (docs/benchmarks.md)
-        else:  # profile, or a stage under way: about a benchmark's time
-            left += timing
-    return round(left, 1)
-
-
-def messages(run: Run) -> list[dict]:
-    return [{"kind": e.kind, "text": e.text, "at": iso(e.created_at)} for e in run.events if e.kind != "stage"]
 
 
 def error_of(run: Run) -> dict | None:
@@ -684,10 +764,6 @@ def error_of(run: Run) -> dict | None:
         "line": run.error_line,
         "traceback": run.error_traceback,
     }
-
-
-def iso(moment: datetime | None) -> str | None:
-    return moment.isoformat(timespec="milliseconds") + "Z" if moment else None
 
 
 # Workers: heartbeats and the reaper.
@@ -757,12 +833,13 @@ def reap_stale_runs(
         query = query.where(Run.id == run_id)
     reaped = []
     for run in session.scalars(query):
-        heartbeat = heartbeats.get(run.worker_name)
-        if run.started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
+        heartbeat = heartbeats.get(run.worker_name or "")
+        started_at = run.started_at or run.created_at  # claim_run sets it with the status: the fallback is earlier
+        if started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
             why = f"the job ran past the hard time limit of {settings.hard_time_limit_s:g} s"
         elif heartbeat is None or heartbeat.last_seen < now - timedelta(seconds=settings.worker_stale_after_s):
             why = f"worker {run.worker_name} stopped responding while running the job"
-        elif heartbeat.started_at > run.started_at:
+        elif heartbeat.started_at > started_at:
             why = f"worker {run.worker_name} restarted while running the job"
         elif run.worker_name == local_worker and run.worker_pid and not _process_exists(run.worker_pid):
             why = f"the worker process (pid {run.worker_pid}) running the job died"

@@ -3,7 +3,8 @@
     service -> webapp, workers -> storage -> contract;  workers -> engine (parent side) -> contract
 
 Checked two ways: statically, every import statement of every file (function-level imports included, so a lazy
-import cannot hide a dependency), and at run time, in a fresh process, what importing a tier actually loads.
+import cannot hide a dependency), and at run time, in a fresh process, what importing a tier actually loads. And
+no file imports itself through others: the import graph, one node per file, has no cycle.
 """
 
 import ast
@@ -154,6 +155,80 @@ def test_the_rules_catch_a_violation(tmp_path, monkeypatch):
             "storage.config",
         }
     }
+
+
+def import_graph(packages=OURS) -> dict[str, set[str]]:
+    """{module: the modules of ours it imports}, one node per file: every import statement, at module level or in a
+    function, gives an edge to the file it names (``from a import b`` to a/b.py when b is a module, else to a's
+    file). The parent packages that importing a module also runs are not edges: they are no dependency of the
+    importer's code."""
+    files = {
+        _module_name(os.path.join(folder, name)): os.path.join(folder, name)
+        for package in packages
+        for folder, _, names in os.walk(os.path.join(ROOT, package))
+        for name in names
+        if name.endswith(".py")
+    }
+    graph = {}
+    for module, path in files.items():
+        targets = set()
+        for node in ast.walk(ast.parse(open(path).read(), path)):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names if alias.name in files}
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(node, module, path.endswith("__init__.py"))
+                for alias in node.names:
+                    name = f"{base}.{alias.name}"
+                    targets |= {name} if name in files else {base} & files.keys()
+        graph[module] = targets - {module}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan's algorithm): each is a cycle,
+    or several sharing modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = set()
+            while not component or module not in component:
+                component.add(stack.pop())
+            if len(component) > 1:
+                cycles.append(component)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_no_module_imports_itself_through_others():
+    assert import_cycles(import_graph()) == []
+
+
+def test_the_cycle_check_sees_imports_inside_functions(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", str(tmp_path))
+    (tmp_path / "web" / "views").mkdir(parents=True)
+    (tmp_path / "web" / "__init__.py").write_text("")
+    (tmp_path / "web" / "views" / "__init__.py").write_text("")
+    (tmp_path / "web" / "security.py").write_text("def f():\n    from web.views.traces import LIMIT\n")
+    (tmp_path / "web" / "views" / "traces.py").write_text("from web import security\nfrom . import api\n")
+    (tmp_path / "web" / "views" / "api.py").write_text("LIMIT = 1\n")
+    graph = import_graph(["web"])
+    assert graph["web.views.traces"] == {"web.security", "web.views.api"}
+    assert import_cycles(graph) == [{"web.security", "web.views.traces"}]
 
 
 def _loaded_after(code: str, instance: str) -> set[str]:

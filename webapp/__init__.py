@@ -34,8 +34,6 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     from storage.queue import make_celery
     from webapp import context, errors, numbers, render, security
-
-    # traces and diff add their JSON routes (POST /api/traces, GET /api/diff/...) to api.bp: imported first.
     from webapp.views import api, diff, export, pages, status, traces
 
     app.extensions["pt2scope"] = context.Extension(settings=settings, celery=make_celery(settings))

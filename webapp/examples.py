@@ -41,8 +41,10 @@ def read_example(directory: str, name: str) -> str | None:
         return None
 
 
-def _title(code: str) -> str:
-    """The first line of the module docstring (the file is parsed, never run)."""
+def _title(code: str | None) -> str:
+    """The first line of the module docstring (the file is parsed, never run); "" for a file gone meanwhile."""
+    if code is None:
+        return ""
     try:
         docstring = ast.get_docstring(ast.parse(code)) or ""
     except SyntaxError:

@@ -54,7 +54,7 @@ def init_app(app: Flask, settings: Settings) -> None:
     app.secret_key = settings.secret_key or _instance_secret(settings.instance_path)
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
     if settings.proxy_count:
-        app.wsgi_app = ProxyFix(
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]  # Flask's documented way to wrap its WSGI app
             app.wsgi_app, x_for=settings.proxy_count, x_proto=settings.proxy_count, x_host=settings.proxy_count
         )
     app.jinja_env.globals["csrf_token"] = csrf_token
@@ -110,6 +110,8 @@ def _key() -> bytes:
     from flask import current_app
 
     key = current_app.secret_key
+    if key is None:
+        raise RuntimeError("the app has no secret key (webapp.security.init_app sets one)")
     return key.encode() if isinstance(key, str) else key
 
 
@@ -133,9 +135,19 @@ def _add_security_headers(response):
     return response
 
 
-def _too_large(_error):
-    from webapp.views.traces import UPLOAD_ENDPOINTS, too_large_message
+# The endpoints that take a TORCH_TRACE log (webapp/views/traces.py): the trace size limit is theirs, every other
+# request keeps the app's, which is sized for code.
+UPLOAD_ENDPOINTS = ("traces.import_upload", "api.create_trace_import")
 
+
+def too_large_message() -> str:
+    return (
+        f"The log is larger than {context.settings().max_trace_mb} MiB, the upload limit: gzip it (logs shrink "
+        "about tenfold), or upload fewer ranks."
+    )
+
+
+def _too_large(_error):
     limit_kib = context.settings().max_code_bytes // 1024
     if request.endpoint in UPLOAD_ENDPOINTS:
         message = too_large_message()

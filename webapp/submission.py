@@ -18,9 +18,10 @@ TRAIN_CHOICES = {"auto": None, "inference": False, "training": True}  # form val
 def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tuple[Submission | None, dict]:
     """``data``: code, filename, device, train (bool/None or a TRAIN_CHOICES key), configs (list of names), fresh
     (measure again rather than answer from an identical run)."""
-    errors = {}
+    errors: dict[str, str] = {}
     code = data.get("code")
-    if not isinstance(code, str) or not code.strip():
+    code = code if isinstance(code, str) else ""
+    if not code.strip():
         errors["code"] = "Paste or upload a Python file that defines `model` and `example_inputs`."
     elif not _is_unicode_text(code):
         errors["code"] = (

@@ -14,7 +14,7 @@ import time
 from sqlalchemy import text
 
 from engine import jobgroup, sandbox
-from storage import runstore
+from storage import progress, runstore
 from storage.config import Settings
 from storage.db import make_engine, session_factory
 from workers import device
@@ -68,7 +68,7 @@ class Maintenance(threading.Thread):
 def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
     """Kill what is left of jobs of runs no worker runs any more, and delete their folders (unmounting their
     tmpfs) and empty cgroups: a worker killed mid-job leaves them behind. A folder exists only while its job runs
-    (it is made after the claim and removed before the final report is stored: runstore.job_runs_on), so any
+    (it is made after the claim and removed before the final report is stored: progress.job_runs_on), so any
     other folder is dead; but that of a prestarted child (PRESTART_PREFIX), which lives while the pool process
     that made it does until it is handed a job, and from then on as long as that job's run (RUN_MARKS)."""
     try:
@@ -88,7 +88,7 @@ def remove_dead_job_folders(settings: Settings, sessions) -> list[str]:
             if slug is None and _prestart_owner_alive(name):  # a prestarted child, waiting for its job
                 continue
             run = runstore.get_run(session, slug or name)
-            if run is None or not runstore.job_runs_on(run, settings):
+            if run is None or not progress.job_runs_on(run, settings):
                 folder = os.path.join(settings.jobs_path, name)
                 sandbox.kill_processes_of_job_dir(folder)  # a job whose worker died may still run
                 sandbox.remove_job_dir(folder)

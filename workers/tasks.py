@@ -25,7 +25,7 @@ from engine.job import (
 )
 from storage import runstore
 from storage.db import session_factory
-from storage.models import Run
+from storage.models import JOB, Run
 from storage.queue import RUN_TASK
 from workers.celery_app import celery
 from workers.device import visible_gpus
@@ -39,11 +39,21 @@ def run_compile(self, run_id: int) -> None:
     picked_up, timeline = time.time(), Recorder("worker")
     settings = self.app.conf.pt2scope_settings
     sessions = session_factory(settings.database_url)
-    with sessions() as session:
-        run = runstore.claim_run(session, run_id, self.request.hostname, os.getpid())
+    with sessions() as session:  # the fairest queued run of its queue, not necessarily this message's (fair_order)
+        own = session.get(Run, run_id)
+        run = own and runstore.claim_next(session, own.queue, JOB, self.request.hostname, os.getpid())
     if run is None:
-        log.info("run %s is not queued any more (redelivered or reaped): skipped", run_id)
+        log.info("no run is queued any more (redelivered or reaped): message for run %s skipped", run_id)
         return
+    try:
+        _run(run, picked_up, timeline, settings, sessions)
+    finally:  # the worker is free: the queue's wait estimates read how long each job held it
+        with sessions() as session:
+            runstore.release_run(session, run.id)
+
+
+def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> None:
+    run_id = run.id
     requested = run.created_at.replace(tzinfo=UTC).timestamp()  # the web app's submit time
     timeline.add("queue_wait", requested, picked_up)
     timeline.add("claim", picked_up, time.time())

@@ -1,5 +1,6 @@
 // The run page while a job is queued or running: polls the API and redraws the steps (in the order they run, the
-// current one named with its config, an estimate of the time left), opens each tab as soon as its stage has
+// one running now named with its config, the time left until the report, measured against recent runs; while
+// queued, its place in the queue and the expected wait), opens each tab as soon as its stage has
 // finished, and reloads into the report once the run has finished (and again once its warm compile, measured
 // after the report was stored, has ended).
 function pollRun() {
@@ -35,12 +36,13 @@ function pollRun() {
     document.getElementById("status").className = `status status-${data.status}`;
     const queue = document.getElementById("queue");
     if (queue) {
-      queue.hidden = data.queue_position === null;
-      document.getElementById("queue-position").textContent = data.queue_position ?? "";
+      queue.hidden = data.queue === null;
+      document.getElementById("queue-position").textContent = data.queue?.position ?? "";
+      document.getElementById("queue-wait").textContent = data.queue?.text ?? "";
     }
     document.getElementById("stages").replaceChildren(...data.steps.map(stepItem));
     const now = document.getElementById("progress-now");
-    const left = data.time_left_s === null ? "" : ` · about ${Math.round(data.time_left_s)} s left (estimated from the stages done)`;
+    const left = data.time_left_s === null ? "" : ` · about ${Math.round(data.time_left_s)} s left until the report`;
     if (data.current) {
       now.replaceChildren("Now: ", element("strong", { textContent: data.current.stage }),
         ...(data.current.config ? [" ", element("code", { textContent: data.current.config })] : []),

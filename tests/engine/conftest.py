@@ -5,11 +5,22 @@ import os
 
 import pytest
 
-from engine.job import JobRequest, run_job
+from engine.job import JobRequest, run_job, warm_up_shared_pch
+from engine.sandbox import Isolation
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 # Cheap configs: Dynamo and AOTAutograd only, no C++ compile.
 NO_INDUCTOR = ["eager", "backend_eager", "aot_eager"]
+
+
+@pytest.fixture(scope="package", autouse=True)
+def shared_precompiled_header(tmp_path_factory):
+    """Every engine test's job uses one trusted precompiled header, built once here (PT2SCOPE_PCH_DIR, as a worker
+    shares its own): each Inductor compile would otherwise build one, some 10 s of g++ on this machine."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PT2SCOPE_PCH_DIR", str(tmp_path_factory.mktemp("pch")))
+        assert any(name.endswith(".gch") for name in warm_up_shared_pch(Isolation.from_env()))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 
 import pytest
@@ -246,19 +247,25 @@ def test_limits_and_garbage_give_clear_errors(tmp_path):
         z.writestr("b/y.log", "y")
     with pytest.raises(TraceLogError, match="2 folders"):
         import_trace(str(two_folders))
+    three = tmp_path / "three.zip"
+    with zipfile.ZipFile(three, "w") as z:
+        for rank in range(3):
+            z.write(recorded("seed_default"), f"t/dedicated_log_torch_trace_rank_{rank}_x.log")
+    with pytest.raises(TraceLogError, match="holds 3 logs, more than the import limit of 2 ranks"):
+        import_trace(str(three), limits=Limits(max_ranks=2))
 
 
 def test_worker_side_import_runs_in_a_limited_child(tmp_path):
     reports = run_import(recorded("recompile"), str(tmp_path / "out"), "recompile.trace.log")
-    assert len(reports) == 1 and len(reports[0]["dynamo"]["recompiles"]) == 2
-    assert reports[0]["trace_import"]["source"] == "recompile.trace.log"
-    # The next import's child, started ahead (it loads torch while no upload waits), is the one used.
-    importjob.start_spare(ImportLimits())
-    spare = importjob._spare[ImportLimits()]
-    assert spare.poll() is None
+    assert len(reports) == 1 and len(reports.first["dynamo"]["recompiles"]) == 2
+    assert reports.first["trace_import"]["source"] == "recompile.trace.log"
+    # The next import's child, prestarted (it loads torch while no upload waits), is the one used.
+    importjob.prestart(ImportLimits())
+    child = importjob._prestarted[ImportLimits()]
+    assert child.poll() is None
     again = run_import(recorded("seed_default"), str(tmp_path / "again"), "seed.log")
-    assert spare.poll() == 0 and ImportLimits() not in importjob._spare
-    assert again[0]["inductor"]["kernels"][0]["name"] == "triton_poi_fused_add_cos_mul_sin_tanh_0"
+    assert child.poll() == 0 and ImportLimits() not in importjob._prestarted
+    assert again.first["inductor"]["kernels"][0]["name"] == "triton_poi_fused_add_cos_mul_sin_tanh_0"
     bad = tmp_path / "bad.log"
     bad.write_text("hello\n")
     with pytest.raises(ImportFailed) as failed:
@@ -283,7 +290,7 @@ def test_cli_import_writes_one_report_per_rank(tmp_path):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert sorted(os.listdir(out)) == ["report.json", "report.rank1.json"]
+    assert sorted(os.listdir(out)) == ["report.json", "report.rank1.json", "reports.json"]
     assert json.loads((out / "report.rank1.json").read_text())["trace_import"]["rank"] == 1
     assert "generated kernels" in done.stdout
 
@@ -309,3 +316,185 @@ def test_every_recorded_log_imports_as_a_valid_report(name):
 def test_a_fresh_log_imports_as_a_valid_report(fresh_log):
     checked = checked_report(import_trace(str(fresh_log))[0])
     assert checked["environment"]["torch_version"] == torch.__version__
+
+
+# --- hostile uploads (issue 21): each held without failing the import or holding the machine -------------------------
+
+RECORD_PREFIX = "V1201 07:00:00.000000 1 torch/x.py:1] "
+
+
+def test_a_deeply_nested_record_is_skipped_and_counted_never_fatal(tmp_path):
+    seed = open(recorded("seed_default")).read()
+    nested = "[" * 100_000 + "]" * 100_000  # deeper than json's recursion: a RecursionError, not a ValueError
+    shallow_deep = "[" * 900 + "]" * 900  # parses, but every later reader would recurse on it
+    path = tmp_path / "deep.log"
+    path.write_text(
+        seed
+        + RECORD_PREFIX
+        + f'{{"dynamo_start": {{"stack": {nested}}}, "frame_id": 9, "frame_compile_id": 0, "attempt": 0}}\n'
+        + RECORD_PREFIX
+        + f'{{"compilation_metrics": {{"co_filename": {shallow_deep}}}, "frame_id": 9, "frame_compile_id": 0}}\n'
+    )
+    (report,) = import_trace(str(path))
+    checked_report(report)
+    stats = report["trace_import"]["file"]
+    assert stats["malformed"] == 2
+    assert {s["reason"] for s in stats["malformed_samples"]} == {
+        "the record's JSON does not parse: nested too deeply",
+        "the record is nested deeper than 64 levels",
+    }
+    assert report["inductor"]["kernels"][0]["name"] == "triton_poi_fused_add_cos_mul_sin_tanh_0"  # the rest read
+    (worker_side,) = [run_import(str(path), str(tmp_path / "out"), "deep.log").first]  # the limited child too
+    assert worker_side["trace_import"]["file"]["malformed"] == 2
+
+
+def test_rank_and_file_name_collisions_keep_every_log_with_its_own_report(tmp_path):
+    """Ranks 0 and 2 and two logs without a rank in their names: the third file once took report.rank2.json, rank
+    2's file name, and the ranks' links pointed at each other's runs."""
+    from storage import runstore
+    from storage.db import migrate, session_factory
+
+    logs = {
+        "t/dedicated_log_torch_trace_rank_0_x.log": "seed_default",
+        "t/dedicated_log_torch_trace_rank_2_x.log": "graph_break",
+        "t/a.log": "recompile",
+        "t/b.log": "mlp_train_bf16",
+    }
+    archive = tmp_path / "ranks.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for name, source in logs.items():
+            z.write(recorded(source), name)
+    imported = run_import(str(archive), str(tmp_path / "out"), "ranks.zip")
+    reports = [imported.first, *imported.further()]
+    assert [r["trace_import"]["file"]["name"] for r in reports] == list(logs)
+    assert len(set(imported.names)) == 4
+    graphs = {name: len(import_trace(recorded(source))[0]["dynamo"]["graphs"]) for name, source in logs.items()}
+    for report in reports:
+        assert len(report["dynamo"]["graphs"]) == graphs[report["trace_import"]["file"]["name"]]
+    url = f"sqlite:///{tmp_path}/store.sqlite"
+    migrate(url)
+    with session_factory(url)() as session:
+        run = runstore.create_import(session, "ranks.zip", io.BytesIO(b"-"), 10)
+        imported = run_import(str(archive), str(tmp_path / "out2"), "ranks.zip")
+        runstore.store_import(session, run.id, imported.first, imported.further())
+        ranks = runstore.load_sections(session, run, ["trace_import"])["trace_import"]["ranks"]
+        assert [r["file"] for r in ranks] == list(logs)
+        for info in ranks:  # every rank's link opens the run of that very log
+            linked = runstore.get_run(session, info["id"])
+            stored = runstore.load_sections(session, linked, ["trace_import"])["trace_import"]
+            assert stored["file"]["name"] == info["file"]
+            assert runstore.import_ranks(session, linked, stored)["ranks"] == ranks  # the whole list on every rank
+
+
+def _gzipped_tar(path, member: str, size: int, byte: bytes) -> None:
+    """A .tar.gz holding one file of ``size`` copies of ``byte``, written in blocks (never whole in memory)."""
+
+    class Repeated(io.RawIOBase):
+        left = size
+
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            n = min(len(buffer), self.left)
+            buffer[:n] = byte * n
+            self.left -= n
+            return n
+
+    with tarfile.open(path, "w:gz", compresslevel=1) as t:
+        info = tarfile.TarInfo(member)
+        info.size = size
+        t.addfile(info, io.BufferedReader(Repeated(), 1024**2))
+
+
+def test_a_newline_bomb_is_read_at_the_speed_of_its_decompression(tmp_path):
+    """A few hundred kB of tar.gz that expands to 256 MiB of newlines (3 GiB once held a worker 900 s): blank lines
+    are skipped in blocks, not one by one. CPU seconds, not wall seconds: the machine may be shared."""
+    bomb = tmp_path / "bomb.tar.gz"
+    _gzipped_tar(bomb, "trace/dedicated_log_torch_trace_x.log", 256 * 1024**2, b"\n")
+    assert bomb.stat().st_size < 2 * 1024**2
+    started = time.process_time()
+    with pytest.raises(TraceLogError, match="holds no structured-trace record in 268435456 line"):
+        import_trace(str(bomb))
+    # Reading it line by line took 100+ CPU seconds; in blocks, about the time gzip takes to expand it (1-2 s).
+    assert time.process_time() - started < 30
+
+
+def test_one_huge_line_is_never_held_whole(tmp_path):
+    """A 400 MiB line without a newline (3 GiB once took the import child to 3.5 GiB): read in blocks, cut at the
+    payload limit, counted as one malformed line; the reading process grows by far less than the line."""
+    huge = tmp_path / "huge.tar.gz"
+    _gzipped_tar(huge, "t/dedicated_log_torch_trace_x.log", 400 * 1024**2, b"x")
+    seed = recorded("seed_default")
+    probe = (
+        "import json, sys\n"
+        "from engine.traceimport import import_trace\n"
+        "def peak():\n"
+        "    return int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]) // 1024\n"
+        "import_trace(sys.argv[2])\n"  # everything imported and warmed once, on a small log
+        "before = peak()\n"
+        "try:\n"
+        "    import_trace(sys.argv[1])\n"
+        "    outcome = 'imported'\n"
+        "except Exception as exc:\n"
+        "    outcome = str(exc)\n"
+        "print(json.dumps({'grew_mib': peak() - before, 'outcome': outcome}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(huge), seed],
+        capture_output=True,
+        text=True,
+        cwd=os.path.join(HERE, "..", ".."),
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "holds no structured-trace record in 1 line" in result["outcome"]
+    assert result["grew_mib"] < 200, result  # the line is 400 MiB; as bytes and text it once took 1.2 GiB
+
+
+def _first_graph(path) -> str:
+    """A small rank's log: the records of a log up to its first Dynamo graph, that graph included."""
+    lines, graph_seen = [], False
+    for line in open(path):
+        if graph_seen and not line.startswith("\t"):
+            break
+        graph_seen = graph_seen or '{"dynamo_output_graph"' in line
+        lines.append(line)
+    return "".join(lines)
+
+
+def test_many_ranks_cost_linear_space(tmp_path):
+    """A many-rank upload (3,000 ranks once took 333 s and 6.47 GiB of worker memory): each further rank's report
+    lists the first rank and itself, not every rank, and the worker holds one report at a time. Measured as bytes
+    written and Python memory held at 20 and at 200 ranks: linear, not quadratic."""
+    import tracemalloc
+
+    from storage import runstore
+    from storage.db import migrate, session_factory
+
+    log = _first_graph(recorded("seed_default")).encode()
+    sizes, peaks = {}, {}
+    for count in (20, 200):
+        archive = tmp_path / f"ranks{count}.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+            for rank in range(count):
+                z.writestr(f"t/dedicated_log_torch_trace_rank_{rank}_x.log", log)
+        out = tmp_path / f"out{count}"
+        imported = run_import(str(archive), str(out), archive.name, ImportLimits(time_limit_s=600))
+        further = [os.path.getsize(out / name) for name in imported.names[1:]]
+        sizes[count] = max(further)
+        url = f"sqlite:///{tmp_path}/store{count}.sqlite"
+        migrate(url)
+        with session_factory(url)() as session:
+            run = runstore.create_import(session, archive.name, io.BytesIO(b"-"), 10)
+            tracemalloc.start()
+            imported = run_import(str(archive), str(tmp_path / f"again{count}"), archive.name)
+            runstore.store_import(session, run.id, imported.first, imported.further())
+            peaks[count] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            assert session.query(runstore.Run).count() == count
+    assert sizes[200] < 1.1 * sizes[20], sizes  # a further rank's report does not grow with the ranks
+    # Ten times the ranks: less than ten times the memory (what grows is the rank list and the runs, ~3x here), where
+    # holding every report, each listing every rank, grows about a hundredfold.
+    assert peaks[200] < 6 * peaks[20], peaks

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from storage import runstore
+from storage import progress, runstore
 from storage.config import PROJECT_ROOT
 from storage.db import session_factory
 from storage.models import Run
@@ -60,7 +60,7 @@ def test_an_internal_error_is_answered_with_an_id_and_logged_with_the_traceback(
     def broken(*_args, **_kwargs):
         raise RuntimeError("secret detail at /work/pt2scope/storage/runstore.py")
 
-    monkeypatch.setattr(runstore, "stage_progress", broken)
+    monkeypatch.setattr(progress, "stage_progress", broken)
     with caplog.at_level(logging.ERROR):
         api, page = client.get(f"/api/runs/{run_id}"), client.get(f"/r/{run_id}")
     for response in (api, page):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from storage import runstore
+from storage import progress, runstore
 from storage.config import PROJECT_ROOT
 from tests.support import SEED, form_token
 
@@ -48,7 +48,7 @@ def test_an_identical_submission_is_answered_by_the_stored_run_in_under_a_second
     assert took < 1.0, took
     run = runstore.get_run(db, slug)
     assert body["measured"] == {
-        "at": runstore.iso(run.finished_at),
+        "at": progress.iso(run.finished_at),
         "worker": "w1@host",
         "device_name": run.environment["device_name"],
         "status": "succeeded",
@@ -101,7 +101,7 @@ def test_the_page_says_when_and_where_the_reused_report_was_measured_and_offers_
     assert again.status_code == 303 and again.headers["Location"].endswith(f"/r/{slug}?reused=1")
     html = client.get(again.headers["Location"]).get_data(as_text=True)
     run = runstore.get_run(db, slug)
-    assert 'id="reused"' in html and f'id="measured-at">{runstore.iso(run.finished_at)}<' in html
+    assert 'id="reused"' in html and f'id="measured-at">{progress.iso(run.finished_at)}<' in html
     assert 'id="measured-worker">w1@host<' in html
     fresh_form = re.search(r'<form method="post" action="/" id="fresh-run">(.*?)</form>', html, re.S).group(1)
     fields = re.findall(r'name="(\w+)" value="([^"]*)"', fresh_form)
@@ -110,3 +110,26 @@ def test_the_page_says_when_and_where_the_reused_report_was_measured_and_offers_
     assert fresh.status_code == 303 and slug not in fresh.headers["Location"]
     assert "reused" not in fresh.headers["Location"]
     assert 'id="reused"' not in client.get(f"/r/{slug}").get_data(as_text=True)
+
+
+def test_identical_submissions_at_the_same_moment_become_one_run(app, db, worker_online, broker_messages):
+    """A class pressing Run on the gallery seed at once: the check for an identical run and the insert hold one
+    lock, so eight submissions in eight threads get one run, one queued message, and seven answers that share it.
+    (Checked and inserted apart, two threads could both find none and queue two runs.)"""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    request = {"code": SEED, "configs": ["aot_eager"]}
+    barrier = Barrier(8)
+
+    def press(n):
+        client = app.test_client()
+        barrier.wait()
+        return client.post("/api/runs", json=request, environ_base={"REMOTE_ADDR": f"10.1.0.{n}"}).get_json()
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(press, range(8)))
+    assert len({a["id"] for a in answers}) == 1
+    assert sorted(a["reused"] for a in answers) == [False] + [True] * 7
+    assert broker_messages() == 1
+    assert db.query(runstore.Run).count() == 1

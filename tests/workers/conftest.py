@@ -4,9 +4,10 @@ from tests.support import Worker, make_settings
 from webapp import create_app
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sqlite_site(tmp_path_factory):
-    """The embedded default: SQLite data, the SQLite broker, one real worker process."""
+    """The embedded default: SQLite data, the SQLite broker, one real worker process, shared by every test that
+    needs no worker of its own (a worker's start imports torch in its prestarted child)."""
     settings = make_settings(tmp_path_factory.mktemp("embedded"))
     with Worker(settings) as worker:
         yield create_app(settings).test_client(), worker

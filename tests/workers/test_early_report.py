@@ -7,7 +7,7 @@ import time
 
 from contract.report import checked_report
 from contract.timeline import Recorder
-from storage import runstore
+from storage import progress, runstore
 from storage.db import session_factory
 from storage.models import SUCCEEDED
 from tests.support import SEED, make_settings
@@ -36,7 +36,7 @@ def test_a_job_killed_in_its_warm_compile_keeps_the_report_stored_before_it(tmp_
         early.store(_early_seed_report())
         assert early.stored_unix is not None
         session.refresh(run)
-        assert run.status == SUCCEEDED and run.engine_seconds is None and runstore.job_runs_on(run, settings)
+        assert run.status == SUCCEEDED and run.engine_seconds is None and progress.job_runs_on(run, settings)
 
         # The job folder of a job that runs on after its report is not the maintenance's to remove.
         folder = os.path.join(settings.jobs_path, slug)
@@ -55,7 +55,7 @@ def test_a_job_killed_in_its_warm_compile_keeps_the_report_stored_before_it(tmp_
         early.complete(killed)
         runstore.set_engine_seconds(session, run.id, {"runtime": {"job_seconds": 61.0}})
         session.refresh(run)
-        assert run.status == SUCCEEDED and run.engine_seconds == 61.0 and not runstore.job_runs_on(run, settings)
+        assert run.status == SUCCEEDED and run.engine_seconds == 61.0 and not progress.job_runs_on(run, settings)
     report = client.get(f"/api/runs/{slug}/report").get_json()
     assert report["status"] == "ok" and report["failure"] is None  # the early report's figures stay
     for label in ("warmup", "warm"):

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify, request, url_for
 
-from storage import runstore
+from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, RUNNING, Run
 from webapp import context, security
 from webapp.heavy import heavy_slot
 from webapp.submission import syntax_error, validate
 from webapp.tabs import overview
+from webapp.views import diff, traces
 
 bp = Blueprint("api", __name__, url_prefix="/api")
+# JSON routes whose work lives beside their pages (endpoints api.<function>): listed here, so that every route of
+# the API is on this blueprint before it is registered, whatever the order the view modules are imported in.
+bp.add_url_rule("/traces", view_func=traces.create_trace_import, methods=["POST"])
+bp.add_url_rule("/diff/<a>/<b>", view_func=diff.diff_json)
 
 
 @bp.post("/runs")
@@ -24,10 +29,11 @@ def create_run():
     submission, errors = validate(
         data, max_code_bytes=settings.max_code_bytes, online_queues=runstore.online_queues(session, settings)
     )
-    if errors:
+    if submission is None:
+        code = data.get("code")
         syntax = (
-            syntax_error(data.get("code"), str(data.get("filename") or "model.py"))
-            if isinstance(data.get("code"), str) and "code" in errors
+            syntax_error(code, str(data.get("filename") or "model.py"))
+            if isinstance(code, str) and "code" in errors
             else None
         )
         return jsonify(errors=errors, **({"syntax_error": syntax} if syntax else {})), 400
@@ -52,26 +58,24 @@ RATE_LIMITED = ("Too many runs from this address: try again in a minute.", 60)
 def submit(submission: runstore.Submission, parent: Run | None = None) -> tuple[Run | None, bool]:
     """Store and enqueue a validated run (the form posts here too); (None, False) when the client is over its rate
     limit (checked atomically with the insert); (run, True) when an identical run (same request, same software on
-    the queue's workers) answers it instead, unless the submission asks for a fresh one. ``parent``: the run it
+    the queue's workers) answers it instead, checked under the lock of the insert (a class pressing Run at once
+    gets one run), unless the submission asks for a fresh one. ``parent``: the run it
     re-runs with other settings."""
     session = context.session()
     fingerprint = runstore.fingerprint(
         submission, runstore.queue_software(session, context.settings(), runstore.QUEUE_FOR_DEVICE[submission.device])
     )
-    if not submission.fresh:
-        identical = runstore.identical_run(session, fingerprint)
-        if identical is not None:
-            return identical, True
-    run = runstore.create_run(
+    run, reused = runstore.create_or_join_run(
         session,
         submission,
         client=security.client_id(),
         limit=security.submission_limit(),
         parent=parent,
         fingerprint=fingerprint,
+        join=not submission.fresh,
     )
-    if run is None:
-        return None, False
+    if run is None or reused:
+        return run, reused
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever
@@ -82,7 +86,7 @@ def submit(submission: runstore.Submission, parent: Run | None = None) -> tuple[
 def measured_by(run: Run) -> dict:
     """When and where a run was (or is being) measured."""
     return {
-        "at": runstore.iso(run.finished_at),
+        "at": progress.iso(run.finished_at),
         "worker": run.worker_name,
         "device_name": (run.environment or {}).get("device_name"),
         "status": run.status,
@@ -101,7 +105,7 @@ def list_runs():
                 "url": url_for("pages.report", slug=run.slug, _external=True),
                 "filename": run.filename,
                 "status": run.status,
-                "created_at": runstore.iso(run.created_at),
+                "created_at": progress.iso(run.created_at),
             }
             for run in runstore.recent_runs(context.session(), 50)
         ]
@@ -119,31 +123,37 @@ def get_run(slug: str):
 
 def status_of(run: Run) -> dict:
     session = context.session()
-    steps, error, finished = runstore.progress_steps(run), runstore.error_of(run), run.status in FINISHED_STATUSES
+    steps, error, finished = progress.progress_steps(run), runstore.error_of(run), run.status in FINISHED_STATUSES
+    stages = progress.stage_progress(run)
+    queue = runstore.queue_estimate(session, context.settings(), run)
     return {
         "id": run.slug,
         "url": url_for("pages.report", slug=run.slug, _external=True),
         "status": run.status,
-        "queue_position": runstore.queue_position(session, run),
+        # Its place in its queue (workers start runs round-robin across clients) and the expected wait, from the
+        # queue's measured job times.
+        "queue_position": queue and queue["position"],
+        "queue": queue,
         "device": run.device,
         "train": run.train,
         "configs": run.configs,
         "filename": run.filename,
-        "created_at": runstore.iso(run.created_at),
-        "started_at": runstore.iso(run.started_at),
-        "finished_at": runstore.iso(run.finished_at),
-        "stages": runstore.stage_progress(run),
-        # The steps in the order they run (a benchmark per config), those to come included; the one under way;
-        # the seconds left, estimated from the steps done; the stage tabs readable now.
+        "created_at": progress.iso(run.created_at),
+        "started_at": progress.iso(run.started_at),
+        "finished_at": progress.iso(run.finished_at),
+        # When the worker was done with it (the report and every figure after it stored).
+        "released_at": progress.iso(run.released_at),
+        "stages": stages,
+        # The steps in the order they run (a benchmark per config), those to come included; the one running now;
+        # the seconds until the report is readable, measured against the queue's recent runs (storage.progress);
+        # the stage tabs readable now.
         "steps": steps,
-        "current": next((s for s in steps if s["state"] == "started"), None),
+        "current": progress.current_step(steps),
         # Steps under way after the report was stored (the warm compile): the report page reloads when they end.
-        "still_measuring": runstore.still_measuring(run, steps, context.settings()),
-        "time_left_s": None if finished else runstore.time_left(steps),
-        "tabs_ready": sorted(
-            overview.tabs_ready(runstore.stage_progress(run), run.status, error, runstore.has_report(session, run))
-        ),
-        "messages": runstore.messages(run),
+        "still_measuring": progress.still_measuring(run, steps, context.settings()),
+        "time_left_s": runstore.time_left(session, run, steps),
+        "tabs_ready": sorted(overview.tabs_ready(stages, run.status, error, runstore.has_report(session, run))),
+        "messages": progress.messages(run),
         "error": error,
         "engine_seconds": run.engine_seconds,
         "worker": run.worker_name,

@@ -11,7 +11,6 @@ from contract.diff import compare
 from storage import runstore
 from storage.models import FINISHED_STATUSES, Run
 from webapp import context
-from webapp.views.api import bp as api_bp
 
 bp = Blueprint("diff", __name__)
 SECTIONS = ["dynamo", "aot", "inductor", "runtime", "environment"]
@@ -59,8 +58,8 @@ def diff_page(a: str, b: str):
     return render_template("diff.html", error=None, result=comparison(run_a, run_b), run_a=run_a, run_b=run_b)
 
 
-@api_bp.get("/diff/<a>/<b>")
 def diff_json(a: str, b: str):
+    """GET /api/diff/<a>/<b>, on the API blueprint (webapp/views/api.py)."""
     run_a, run_b = _run(a), _run(b)
     if run_a is None or run_b is None:
         return jsonify(error=f"No finished report with the id {a if run_a is None else b}."), 404

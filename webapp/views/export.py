@@ -9,7 +9,7 @@ from flask import Blueprint, Response, abort, render_template
 from markupsafe import Markup
 
 from contract import provenance
-from storage import runstore
+from storage import progress, runstore
 from storage.config import PROJECT_ROOT
 from storage.models import IMPORT, Run, utcnow
 from webapp import context, offline
@@ -57,9 +57,9 @@ def export_html(slug: str):
     wanted = [*STAGE_TABS, *{s for extra in EXTRA_SECTIONS.values() for s in extra}, "summary", "stages"]
     sections = runstore.load_sections(session, run, wanted, outlines=True)
     models = section_models(sections)
-    progress, error = runstore.stage_progress(run), runstore.error_of(run)
-    facts = overview.page_facts(run, progress, error, models, stored=True)
-    tale = overview.story(models, facts=facts, progress=progress, failure=error, filename=run.filename)
+    stages, error = progress.stage_progress(run), runstore.error_of(run)
+    facts = overview.page_facts(run, stages, error, models, stored=True)
+    tale = overview.story(models, facts=facts, progress=stages, failure=error, filename=run.filename)
     raw_fields = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
     trace_import = (
         section_models(runstore.load_sections(session, run, ["trace_import"])).get("trace_import")
@@ -101,7 +101,7 @@ def export_html(slug: str):
         provenance_json=provenance_json,
         source_listing=listing(run.code, "L"),
         trace_import=trace_import,
-        exported_at=runstore.iso(utcnow()),
+        exported_at=progress.iso(utcnow()),
         scripts={name: Markup(text) for name, text in scripts.items()},
         worker=Markup(offline.worker_source()),
         worker_element=offline.WORKER_ELEMENT,

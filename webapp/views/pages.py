@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
 from contract.vocab import DEFAULT_CONFIGS
-from storage import runstore
+from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
 from webapp import context, security, tabs
 from webapp.examples import list_examples, read_example
@@ -82,7 +84,7 @@ def new_run():
 @bp.post("/")
 def create_run():
     settings = context.settings()
-    form = {
+    form: dict[str, Any] = {
         "code": request.form.get("code", ""),
         "filename": request.form.get("filename") or "model.py",
         "device": request.form.get("device", "cpu"),
@@ -105,18 +107,20 @@ def create_run():
             except UnicodeDecodeError:
                 errors["upload"] = "The file is not UTF-8 text."
     session = context.session()
+    submission = None
     if not errors:
         submission, errors = validate(
             form, max_code_bytes=settings.max_code_bytes, online_queues=runstore.online_queues(session, settings)
         )
-    if errors:
+    if submission is None:
         return _form_page(form, errors), 422
     parent = runstore.get_run(session, form["rerun"]) if form["rerun"] else None
     run, reused = submit(submission, parent=parent)
     if run is None:
         message, wait = security.rate_limited() or RATE_LIMITED
         return _form_page(form, {"code": message}), 429, {"Retry-After": str(wait)}
-    return redirect(url_for("pages.report", slug=run.slug, **({"reused": 1} if reused else {})), code=303)
+    query: dict[str, Any] = {"reused": 1} if reused else {}
+    return redirect(url_for("pages.report", slug=run.slug, **query), code=303)
 
 
 def _form_page(form: dict, errors: dict):
@@ -154,12 +158,12 @@ def report(slug: str, tab: str):
     if run.status == RUNNING:
         runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
     finished = run.status in FINISHED_STATUSES
-    progress = runstore.stage_progress(run)
-    steps = runstore.progress_steps(run)
+    stages = progress.stage_progress(run)
+    steps = progress.progress_steps(run)
     error = runstore.error_of(run)
     stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
     shared = tabs.section_models(runstore.load_sections(session, run, ["summary", "stages"])) if stored else {}
-    facts = overview.page_facts(run, progress, error, shared, stored)
+    facts = overview.page_facts(run, stages, error, shared, stored)
     if stored and tab == "overview":  # the story reads every section; graphs without their nodes
         sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
     elif tab in facts.ready:  # graphs without their nodes: each viewer fetches its own
@@ -168,14 +172,18 @@ def report(slug: str, tab: str):
         sections = {}
     models = tabs.section_models(sections)
     trace_import = (
-        tabs.section_models(runstore.load_sections(session, run, ["trace_import"])).get("trace_import")
+        runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
         if finished and run.kind == IMPORT
         else None
     )
+    if trace_import:  # a further rank's report lists only the first rank and itself
+        trace_import = tabs.section_models({"trace_import": runstore.import_ranks(session, run, trace_import)})[
+            "trace_import"
+        ]
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
     tale = (
-        overview.story(models, facts=facts, progress=progress, failure=error, filename=run.filename)
+        overview.story(models, facts=facts, progress=stages, failure=error, filename=run.filename)
         if tab == "overview" and stored
         else None
     )
@@ -186,11 +194,12 @@ def report(slug: str, tab: str):
         tabs=TABS,
         finished=finished,
         steps=steps,
-        time_left=runstore.time_left(steps),
-        still_measuring=runstore.still_measuring(run, steps, context.settings()),
-        queue_position=runstore.queue_position(session, run),
+        current=progress.current_step(steps),
+        time_left=runstore.time_left(session, run, steps),
+        still_measuring=progress.still_measuring(run, steps, context.settings()),
+        queue=runstore.queue_estimate(session, context.settings(), run),
         error=error,
-        messages=runstore.messages(run),
+        messages=progress.messages(run),
         sections=sections,
         models=models,
         stage=models.get(tab),

@@ -7,7 +7,7 @@ from flask import Blueprint, jsonify, render_template
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage import runstore
+from storage import progress, runstore
 from webapp import context
 
 bp = Blueprint("status", __name__)
@@ -26,8 +26,8 @@ def service_status() -> dict:
                 "name": worker.name,
                 "queues": worker.queues,
                 "device": worker.device,
-                "started_at": runstore.iso(worker.started_at),
-                "last_seen": runstore.iso(worker.last_seen),
+                "started_at": progress.iso(worker.started_at),
+                "last_seen": progress.iso(worker.last_seen),
             }
             for worker in workers
         ],

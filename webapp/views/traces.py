@@ -13,7 +13,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from storage import runstore
 from webapp import context, security
-from webapp.views.api import bp as api_bp
+from webapp.security import UPLOAD_ENDPOINTS, too_large_message
 
 bp = Blueprint("traces", __name__)
 FORM_OVERHEAD_BYTES = 64 * 1024  # the multipart envelope and the CSRF field around the file
@@ -26,16 +26,6 @@ class UploadError(ValueError):
         self.status = status
 
 
-UPLOAD_ENDPOINTS = ("traces.import_upload", "api.create_trace_import")
-
-
-def too_large_message() -> str:
-    return (
-        f"The log is larger than {context.settings().max_trace_mb} MiB, the upload limit: gzip it (logs shrink "
-        "about tenfold), or upload fewer ranks."
-    )
-
-
 def allow_trace_upload() -> None:
     """Before any other request hook (the CSRF check reads the form): an upload endpoint may take a log, every
     other request keeps the app's limit, which is sized for code."""
@@ -43,30 +33,32 @@ def allow_trace_upload() -> None:
         request.max_content_length = context.settings().max_trace_mb * 1024**2 + FORM_OVERHEAD_BYTES
 
 
-def _read_upload() -> tuple[str, bytes]:
-    """The uploaded file's name and bytes, within the trace size limit (raises UploadError)."""
-    limit = context.settings().max_trace_mb * 1024**2
-    too_large = UploadError(too_large_message(), 413)
+def _upload():
+    """The uploaded file (werkzeug has spooled it to a temporary file), before the size check (raises UploadError)."""
     try:
         upload = request.files.get("trace")
     except RequestEntityTooLarge:
-        raise too_large from None
+        raise UploadError(too_large_message(), 413) from None
     if upload is None or not upload.filename:
         raise UploadError(
             "Choose a file: the log TORCH_TRACE=DIR wrote (DIR/dedicated_log_torch_trace_*.log), "
             f"or DIR as one archive ({ACCEPTED})."
         )
-    body = upload.read(limit + 1)
-    if len(body) > limit:
-        raise too_large
-    if not body:
-        raise UploadError(f"{upload.filename} is empty.")
-    return os.path.basename(upload.filename)[:200] or "trace.log", body
+    return upload
 
 
-def _create(filename: str, body: bytes):
+def _create(upload):
+    """Store the upload a chunk at a time (never whole in this process) and queue its import (raises UploadError)."""
     session = context.session()
-    run = runstore.create_import(session, filename, body, client=security.client_id())
+    filename = os.path.basename(upload.filename)[:200] or "trace.log"
+    try:
+        run = runstore.create_import(
+            session, filename, upload.stream, context.settings().max_trace_mb * 1024**2, client=security.client_id()
+        )
+    except runstore.UploadTooLarge:
+        raise UploadError(too_large_message(), 413) from None
+    except ValueError:
+        raise UploadError(f"{upload.filename} is empty.") from None
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever
@@ -84,33 +76,32 @@ def import_form():
 def import_upload():
     settings = context.settings()
     try:
-        filename, body = _read_upload()
+        upload = _upload()
+        limited = security.rate_limited()
+        if limited:
+            return (
+                render_template("import.html", error=limited[0], max_mb=settings.max_trace_mb, accepted=ACCEPTED),
+                429,
+                {"Retry-After": str(limited[1])},
+            )
+        run = _create(upload)
     except UploadError as exc:
         return render_template(
             "import.html", error=str(exc), max_mb=settings.max_trace_mb, accepted=ACCEPTED
         ), exc.status
-    limited = security.rate_limited()
-    if limited:
-        return (
-            render_template("import.html", error=limited[0], max_mb=settings.max_trace_mb, accepted=ACCEPTED),
-            429,
-            {"Retry-After": str(limited[1])},
-        )
-    run = _create(filename, body)
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
 
-# On the API blueprint (registered after this module is imported): JSON errors, no CSRF token, like /api/runs.
-@api_bp.post("/traces")
 def create_trace_import():
+    """POST /api/traces, on the API blueprint (webapp/views/api.py): JSON errors, no CSRF token, like /api/runs."""
     try:
-        filename, body = _read_upload()
+        upload = _upload()
+        limited = security.rate_limited()
+        if limited:
+            return jsonify(errors={"rate_limit": limited[0]}), 429, {"Retry-After": str(limited[1])}
+        run = _create(upload)
     except UploadError as exc:
         return jsonify(errors={"trace": str(exc)}), exc.status
-    limited = security.rate_limited()
-    if limited:
-        return jsonify(errors={"rate_limit": limited[0]}), 429, {"Retry-After": str(limited[1])}
-    run = _create(filename, body)
     return jsonify(
         id=run.slug,
         url=url_for("pages.report", slug=run.slug, _external=True),
