@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import os
 import re
 import signal
@@ -126,8 +127,8 @@ def store_sample_report(session, report: dict):
     store_import). Returns the run."""
     report = copy.deepcopy(report)  # store_import names each rank's run in the report
     if report.get("trace_import"):
-        run = runstore.create_import(session, report["source"]["filename"], b"")
-        runstore.store_import(session, run.id, [report])
+        run = runstore.create_import(session, report["source"]["filename"], io.BytesIO(b"-"), 1)  # the log's stand-in
+        runstore.store_import(session, run.id, report)
         return run
     request = report["request"]
     run = runstore.create_run(

@@ -11,6 +11,8 @@ stored them (contract.report.UPGRADES turns older shapes into the current one), 
 
 from __future__ import annotations
 
+from typing import get_type_hints
+
 from pydantic import TypeAdapter
 
 from contract.report import Report
@@ -27,7 +29,7 @@ PART_VIEWS = {
     "guards": dynamo,
     "field": generic,
 }
-_SECTION_TYPES = {name: TypeAdapter(field.annotation) for name, field in Report.model_fields.items()}
+_SECTION_TYPES: dict[str, TypeAdapter] = {name: TypeAdapter(hint) for name, hint in get_type_hints(Report).items()}
 # Where stored outlines (contract.graphs.section_outline) left a graph's nodes out: the viewer fetches them.
 _GRAPH_LISTS = ("graphs", "post_grad_graphs")
 

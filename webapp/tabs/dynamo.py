@@ -45,7 +45,7 @@ def short_reason(reason: str, limit: int = 72) -> str:
 def break_labels(breaks: list[GraphBreak]) -> list[str]:
     """Each break as the page names it: "line 7 print(...)"; two different breaks on one line are told apart by
     their reasons ("line 7 print(...): Unsupported Tensor.item() call ...")."""
-    per_line = defaultdict(int)
+    per_line: defaultdict[tuple, int] = defaultdict(int)
     for b in breaks:
         per_line[(b.file, b.line)] += 1
     labels = []
@@ -81,13 +81,13 @@ def guards_by_compile_id(dynamo: Dynamo) -> list[dict]:
     """Each compiled frame's guards, with the recompile (which guard failed) that led to it, if any, and the
     guards of this frame that a later call failed (``failed``: [{guard, recompile}], the recompile it caused).
     Joined on the compile key, so "0/1" and "0/1_1" meet."""
-    recompiles = defaultdict(list)
-    rejected = defaultdict(list)  # compile id of a rejected cache entry -> what failed in it
+    recompiles: defaultdict[tuple | None, list[Recompile]] = defaultdict(list)
+    rejected: defaultdict[tuple | None, list[dict]] = defaultdict(list)  # a rejected cache entry -> what failed in it
     for recompile in dynamo.recompiles:
         recompiles[compile_key(recompile.compile_id)].append(recompile)
-        for entry_id, guard in failed_guards(recompile):
-            rejected[compile_key(entry_id)].append({"guard": guard, "recompile": recompile.compile_id})
-    rows = []
+        for entry_id, failed in failed_guards(recompile):
+            rejected[compile_key(entry_id)].append({"guard": failed, "recompile": recompile.compile_id})
+    rows: list[dict] = []
     for guard in dynamo.guards:
         rows.append(
             {
@@ -118,7 +118,9 @@ def guard_tree(text: str, failed: list[dict]) -> tuple[list[dict], list[dict]]:
     """Dynamo's guard tree dump as nested nodes {label, text, where, kind, children, count, failed, open}, and
     the leaves that match a failed guard (a tensor's size/stride/dtype mismatch matches its TENSOR_MATCH; any
     other guard matches the line that holds its expression). Folds leading to a failed guard are open."""
-    roots, stack, leaves = [], [], []
+    roots: list[dict] = []
+    stack: list[dict] = []
+    leaves: list[dict] = []
     for line in text.splitlines():
         match = _GUARD_LINE.match(line)
         if not match:
@@ -130,7 +132,7 @@ def guard_tree(text: str, failed: list[dict]) -> tuple[list[dict], list[dict]]:
         label, sep, rest = body.partition(": ")
         if not sep or not re.match(r"^[A-Za-z_]+$", label):
             label, rest = body.strip(), ""
-        node = {
+        node: dict = {
             "label": label,
             "text": rest.strip(),
             "where": where.strip().replace("  # ", " · "),

@@ -22,7 +22,7 @@ def bandwidth_ceiling(runtime: Runtime | None, device_name: str | None) -> dict 
     the worker's measured copy bandwidth where the report has it, else the device's known ceiling; None when
     neither is known (then no share is shown)."""
     measured = runtime.memory_bandwidth.bytes_per_s if runtime else None
-    if measured:
+    if runtime and measured:
         method = runtime.memory_bandwidth.method
         return {
             "bytes_per_s": measured,
@@ -43,7 +43,7 @@ def kernel_rows(inductor: Inductor, runtime: Runtime | None, device_name: str | 
     kernels = inductor.kernels
     # Inductor counts bytes for the whole compile (metrics.num_bytes_accessed); with one kernel they are its bytes.
     total_bytes = inductor.metrics.num_bytes_accessed
-    rows = []
+    rows: list[dict] = []
     for index, kernel in enumerate(kernels):
         measured = profile.get(kernel.name)
         total_ms, calls = (measured.total_ms, measured.calls) if measured else (None, 0)
@@ -102,7 +102,7 @@ def fusion_groups(inductor: Inductor) -> list[dict]:
     most frequent first: {compile_id, kind, graph_id, fused, not_fused, groups: [{action, reason, words, pairs,
     weighed, decisions}]}: ``pairs`` distinct pairs of scheduler nodes, ``weighed`` the times Inductor weighed them.
     Each decision names its two scheduler nodes (opN) with the graph nodes and kernel of each."""
-    kernel_of = {}
+    kernel_of: dict[tuple, str] = {}
     for kernel in inductor.kernels:
         for node in kernel.source_nodes:
             kernel_of.setdefault((kernel.compile_id, kernel.graph_kind, node), kernel.name)
@@ -130,7 +130,7 @@ def fusion_groups(inductor: Inductor) -> list[dict]:
                 "reason": reason,
                 "weighed": 0,
                 "decisions": [],
-                "words": "fused" if action == "fused" else f"not fused: {FUSION_REASONS.get(reason, reason)}",
+                "words": "fused" if reason is None else f"not fused: {FUSION_REASONS.get(reason, reason)}",
             },
         )
         group["weighed"] += decision.count
@@ -177,7 +177,8 @@ def ir_nodes(text: str) -> list[dict]:
     """The scheduler nodes of one IR dump (Inductor's ir_pre_fusion / ir_post_fusion), in order: {name, type,
     members (the opN a fused node is made of), buffers (those it writes), text (its own lines)}. A fused node's
     members (each printed after a ``NAME.snodes[i] =`` line) belong to it, not to the top level."""
-    nodes, previous, in_members = [], "", False
+    nodes: list[dict] = []
+    previous, in_members = "", False
     for line in text.splitlines():
         match = _IR_NODE.match(line)
         if match and not previous.rstrip().endswith("] ="):
@@ -214,13 +215,14 @@ def ir_diff(inductor: Inductor, pair: dict) -> list[dict]:
     several nodes), members [{name, ops}], buffers [{name, node (the graph node computing it)}], kernel, before
     (the members' IR), after (its own)}."""
     before = {node["name"]: node for node in ir_nodes(pair["before"])}
-    ops_of, node_of_buffer = {}, {}
+    ops_of: dict[str, list[str]] = {}
+    node_of_buffer: dict[str, str] = {}
     graph = (pair["compile_id"], pair["kind"])
     for scheduler in inductor.scheduler:  # each opN's graph nodes, where the report has them
         if (scheduler.compile_id, scheduler.kind) == graph:
-            for name, node in scheduler.nodes.items():
-                ops_of[name] = list(dict.fromkeys(node.origins))
-                for buffer in node.writes:
+            for name, snode in scheduler.nodes.items():
+                ops_of[name] = list(dict.fromkeys(snode.origins))
+                for buffer in snode.writes:
                     if ops_of[name]:
                         node_of_buffer.setdefault(buffer, ops_of[name][-1])
     for decision in inductor.fusion_decisions:
@@ -228,12 +230,12 @@ def ir_diff(inductor: Inductor, pair: dict) -> list[dict]:
             for name, ops in ((decision.first, decision.first_ops), (decision.second, decision.second_ops)):
                 if "_" not in name:
                     ops_of.setdefault(name, list(dict.fromkeys(ops)))
-    kernel_of = {}
+    kernel_of: dict[str, str] = {}
     for kernel in inductor.kernels:
         if (kernel.compile_id, kernel.graph_kind) == graph:
             for buffer in kernel.writes:
                 kernel_of.setdefault(buffer, kernel.name)
-    rows = []
+    rows: list[dict] = []
     for node in ir_nodes(pair["after"]):
         rows.append(
             {

@@ -204,7 +204,9 @@ def stage_seconds(runtime: Runtime, stages: list[Stage], progress: list[dict]) -
         "aot": compile_seconds.aot_autograd,
         "inductor": sum(inductor) if inductor else None,
     }
-    rows = [(s.name, s.seconds) for s in stages] or [(p["stage"], p.get("seconds")) for p in progress]
+    rows: list[tuple[str, float | None]] = [(s.name, s.seconds) for s in stages] or [
+        (p["stage"], p.get("seconds")) for p in progress
+    ]
     ran = [s for name, s in rows if name in ("benchmark", "profile") and isinstance(s, (int, float))]
     if ran:
         out["runtime"] = sum(ran)
@@ -352,7 +354,7 @@ def cudagraphs_text(runtime: Runtime) -> str | None:
     entry = next((e for e in entries if e.status not in (None, "not_requested")), None) or (
         runtime.cudagraphs if runtime.cudagraphs.status not in (None, "not_requested") else None
     )
-    if not entry:
+    if not entry or entry.status is None:
         return None
     return f"CUDA graphs {entry.status.replace('_', ' ')}" + (f": {entry.reason}" if entry.reason else "")
 
@@ -560,7 +562,7 @@ def _correct_words(best) -> str:
 
 
 def _kind(verdict: Outcome) -> str:
-    return {"faster": "good", "slower": "bad"}.get(verdict.direction, "warn")
+    return {"faster": "good", "slower": "bad"}.get(verdict.direction or "", "warn")
 
 
 def _first_line(text, limit: int = 200) -> str:

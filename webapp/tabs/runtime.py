@@ -171,10 +171,14 @@ def ladder_chart(benchmarks: list[Benchmark]) -> dict | None:
     eager = next((b for b in rows if b.config == "eager"), None)
     if not eager or not rows:
         return None
-    speedups, high, low, labels = [], [], [], []
+    base = eager.median_ms or 0.0
+    speedups: list[float] = []
+    high: list[float] = []
+    low: list[float] = []
+    labels: list[str] = []
     for b in rows:
         s = b.speedup
-        value = s.value if s and s.value is not None else eager.median_ms / b.median_ms
+        value = s.value if s and s.value is not None else base / (b.median_ms or 1.0)
         speedups.append(value)
         high.append(s.high - value if s and s.high is not None else 0)
         low.append(value - s.low if s and s.low is not None else 0)
@@ -273,7 +277,7 @@ def compile_runs(runtime: Runtime) -> list[dict]:
                 "reason": reason,
                 "seconds": {
                     "total": None,
-                    **exclusive_compile_seconds(compile_seconds and compile_seconds.model_dump()),
+                    **exclusive_compile_seconds(compile_seconds.model_dump() if compile_seconds else {}),
                 },
                 "caches": entry.caches if entry and entry.caches else None,
                 "wall_seconds": wall,
