@@ -417,50 +417,55 @@ def headlines(models: dict, facts: Facts, failure: dict | None) -> list[dict]:
     speed = _speed_headline(runtime, counts)
     if speed:
         out.append(speed)
-    if dynamo.recompiles:
-        first = dynamo.recompiles[0]
-        guard = next((text for _, text in failed_guards(first) if text), "").strip()
-        call = first.call_index
-        out.append(
-            _headline(
-                f"Dynamo compiled again {_plural(len(dynamo.recompiles), 'time')}: "
-                + (f"call {call} of example_inputs " if call is not None else "")
-                + "failed a guard"
-                + (f" ({guard})" if guard else "")
-                + ".",
-                "warn",
-                "dynamo",
-                "dynamo-guards",
-            )
-        )
-    if aot.partitions:
-        saved = sum(len(p.saved) for p in aot.partitions)
-        recomputed = sum(len(p.recomputed) for p in aot.partitions)
-        out.append(
-            _headline(
-                f"Training: AOTAutograd split each graph into forward and backward, keeping "
-                f"{_plural(saved, 'tensor')} for the backward and recomputing {recomputed} op"
-                f"{'s' if recomputed != 1 else ''} instead of storing them.",
-                "info",
-                "aot",
-                "aot-partitions",
-            )
-        )
-    if inductor.kernels and counts is not None:
-        nodes = kernel_source_nodes(inductor)
-        first = inductor.kernels[0]
-        out.append(
-            _headline(
-                f"Inductor generated {_plural(counts.generated_kernels, 'kernel')}"
-                + (f" from {_plural(nodes, 'graph node')}" if nodes else "")
-                + (f"; the first fuses {', '.join(first.source_nodes[:6])}" if len(first.source_nodes) > 1 else "")
-                + ".",
-                "info",
-                "inductor",
-                "inductor-kernels",
-            )
-        )
+    out += [h for h in (_recompile_headline(dynamo), _training_headline(aot), _kernels_headline(inductor, counts)) if h]
     return out
+
+
+def _recompile_headline(dynamo: Dynamo) -> dict | None:
+    if not dynamo.recompiles:
+        return None
+    first = dynamo.recompiles[0]
+    guard = next((text for _, text in failed_guards(first) if text), "").strip()
+    return _headline(
+        f"Dynamo compiled again {_plural(len(dynamo.recompiles), 'time')}: "
+        + (f"call {first.call_index} of example_inputs " if first.call_index is not None else "")
+        + "failed a guard"
+        + (f" ({guard})" if guard else "")
+        + ".",
+        "warn",
+        "dynamo",
+        "dynamo-guards",
+    )
+
+
+def _training_headline(aot: Aot) -> dict | None:
+    if not aot.partitions:
+        return None
+    saved = sum(len(p.saved) for p in aot.partitions)
+    recomputed = sum(len(p.recomputed) for p in aot.partitions)
+    return _headline(
+        f"Training: AOTAutograd split each graph into forward and backward, keeping {_plural(saved, 'tensor')} "
+        f"for the backward and recomputing {recomputed} op{'s' if recomputed != 1 else ''} instead of storing them.",
+        "info",
+        "aot",
+        "aot-partitions",
+    )
+
+
+def _kernels_headline(inductor: Inductor, counts: Counts | None) -> dict | None:
+    if not inductor.kernels or counts is None:
+        return None
+    nodes = kernel_source_nodes(inductor)
+    first = inductor.kernels[0]
+    return _headline(
+        f"Inductor generated {_plural(counts.generated_kernels, 'kernel')}"
+        + (f" from {_plural(nodes, 'graph node')}" if nodes else "")
+        + (f"; the first fuses {', '.join(first.source_nodes[:6])}" if len(first.source_nodes) > 1 else "")
+        + ".",
+        "info",
+        "inductor",
+        "inductor-kernels",
+    )
 
 
 def _headline(text: str, kind: str, tab: str | None, anchor: str) -> dict:
