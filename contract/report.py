@@ -10,10 +10,12 @@ engine writes cannot drift apart. Every field has a default where the value can 
 early), so a validated report always carries every key, null where nothing was recorded.
 """
 
+import re
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contract.counts import summarize
 from contract.vocab import (
     ConfigName,
     Device,
@@ -37,7 +39,9 @@ VERSION_HISTORY = {
     2: "the same fields, typed by contract/report.py: every key of every object is present (null where nothing "
     "was recorded) and unknown keys are rejected; the job's report is validated where it enters the parent "
     "and where it is stored. A v1 report is upgraded on read: its absent keys get the v2 defaults, absent "
-    "request limits become null.",
+    "request limits become null, and what v1 recorded in an older form gets the v2 form (the summary's counts, "
+    "counted from the sections; a speedup from its one median, never decided; each recompile's failed guards, "
+    "read from torch's reasons).",
 }
 
 Shape = list[int | str] | list[list[int | str]] | None
@@ -1362,11 +1366,52 @@ _LIMITS_ADDED_IN_V1 = ("cpu_time_limit_s", "process_limit", "open_files_limit", 
 
 def _upgrade_v1(report: dict) -> dict:
     """v1 -> v2: no field was renamed or removed. v1 left keys out where v2 has them null (validation fills those
-    in from the v2 defaults), and early v1 engines wrote no sandbox limits into the request: they become null."""
+    in from the v2 defaults), and early v1 engines wrote no sandbox limits into the request: they become null.
+    What v1 engines recorded in an older form gets the v2 form here, so readers know one shape: the summary's
+    counts (counted from the sections, as the engine counts them), a speedup from its one median (never decided)
+    and each recompile's failed guards (parsed from torch's reasons)."""
     upgraded = {**report, "schema_version": 2}
     if isinstance(report.get("request"), dict):
         upgraded["request"] = {**{name: None for name in _LIMITS_ADDED_IN_V1}, **report["request"]}
+    if not (report.get("summary") or {}).get("counts"):
+        upgraded["summary"] = summarize(report)
+    runtime = report.get("runtime")
+    if isinstance(runtime, dict) and isinstance(runtime.get("benchmarks"), list):
+        upgraded["runtime"] = {**runtime, "benchmarks": [_v1_speedup(b) for b in runtime["benchmarks"]]}
+    dynamo = report.get("dynamo")
+    if isinstance(dynamo, dict) and isinstance(dynamo.get("recompiles"), list):
+        upgraded["dynamo"] = {**dynamo, "recompiles": [_v1_failed_guards(r) for r in dynamo["recompiles"]]}
     return upgraded
+
+
+def _v1_speedup(benchmark):
+    """A v1 rung's one median ratio as a speedup that decides nothing (v1 timed no paired rounds)."""
+    if not isinstance(benchmark, dict) or benchmark.get("speedup"):
+        return benchmark
+    value = benchmark.get("speedup_vs_eager")
+    if benchmark.get("config") == "eager":
+        speedup = {"value": 1.0, "low": 1.0, "high": 1.0, "decided": True, "verdict": "same", "text": "the baseline"}
+    elif type(value) in (int, float):
+        speedup = {"value": value, "text": f"not decided: no spread recorded ({value:.2f}x from one median)"}
+    else:
+        return benchmark
+    return {**benchmark, "speedup": speedup}
+
+
+_V1_REASON = re.compile(r"^(\d+/\d+(?:_\d+)?): (.*)$", re.S)
+
+
+def _v1_failed_guards(recompile):
+    """A v1 recompile's failed guards, read from its reasons (``"0/0: tensor 'x' size mismatch ..."``)."""
+    if not isinstance(recompile, dict) or recompile.get("failed_guards"):
+        return recompile
+    reasons = recompile.get("reasons") or ([recompile["reason"]] if recompile.get("reason") else [])
+    guards = []
+    for reason in reasons:
+        match = _V1_REASON.match(str(reason))
+        compile_id, guard = (match.group(1), match.group(2)) if match else (None, str(reason))
+        guards.append({"compile_id": compile_id, "guard": guard})
+    return {**recompile, "failed_guards": guards}
 
 
 UPGRADES = {1: _upgrade_v1}  # from version N to N + 1

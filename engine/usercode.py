@@ -211,13 +211,35 @@ class LoadStage(Stage):
 
 def user_failure(exc, filename, doing):
     message, line = describe(exc, filename)
+    hint, model_line = _training_without_grad(exc, filename)
     return UserCodeError(
         "user_exception",
-        f"{message} while {doing}",
+        f"{message} while {doing}{hint}",
         file=filename,
-        line=line,
+        line=line or model_line,
         traceback_text=user_traceback(exc, filename),
         original=exc,
+    )
+
+
+def _training_without_grad(exc: BaseException, filename: str) -> tuple[str, int | None]:
+    """A training step whose output needs no gradient ("element 0 of tensors does not require grad"): torch names
+    no line of the user's, so the hint names the model's forward (its def line) and what to change. ("", None)
+    for any other failure."""
+    if not isinstance(exc, RuntimeError) or "does not require grad" not in str(exc):
+        return "", None
+    model = getattr(sys.modules.get("user_model"), "model", None)
+    function = model.forward if isinstance(model, torch.nn.Module) else model
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    line = code.co_firstlineno if code is not None and is_user_file(code.co_filename, filename) else None
+    name = f"{type(model).__name__}.forward" if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "")
+    where = f" ({filename}:{line})" if line else ""
+    return (
+        f". Training calls .backward() on what {name or 'the model'}{where} returns, and that depends on nothing "
+        "that requires grad: the model has no parameter and no input has requires_grad=True. Run it as "
+        "inference (choose inference on the form, or set train = False in the file), or train a model that has "
+        "parameters (an nn.Module with layers)",
+        line,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import io
 import os
 import re
 import signal
@@ -16,6 +18,7 @@ import redis
 from storage import runstore
 from storage.config import PROJECT_ROOT, Settings
 from storage.db import migrate, session_factory
+from webapp.submission import never_defined
 from workers.launch import dies_with_parent, worker_command
 
 # Configs that stop before Inductor: the engine records Dynamo and AOTAutograd in a few seconds, no C++ build.
@@ -116,6 +119,51 @@ def wait_for_run(client, run_id: str, *, timeout: float = 240, worker: Worker | 
         return data if data["status"] in ("succeeded", "failed") else None
 
     return wait_until(finished, timeout=timeout, what=f"run {run_id} to finish", interval=0.2, worker=worker)
+
+
+def store_sample_report(session, report: dict):
+    """A real recorded report (tests/fixtures/reports) stored as a finished run, as a worker stores it: a job's
+    with its stage events, an imported log's as an import (a run of kind "import", its report stored by
+    store_import). Returns the run."""
+    report = copy.deepcopy(report)  # store_import names each rank's run in the report
+    if report.get("trace_import"):
+        run = runstore.create_import(session, report["source"]["filename"], io.BytesIO(b"-"), 1)  # the log's stand-in
+        runstore.store_import(session, run.id, report)
+        return run
+    request = report["request"]
+    run = runstore.create_run(
+        session,
+        runstore.Submission(
+            code=report["source"]["code"],
+            filename=report["source"]["filename"],
+            device=request["device"],
+            train=request.get("train"),
+            configs=request["configs"],
+        ),
+    )
+    for stage in report["stages"]:
+        runstore.record_event(
+            session,
+            run.id,
+            {
+                "event": "stage",
+                "stage": stage["name"],
+                "state": "finished",
+                "seconds": stage.get("seconds"),
+                "config": stage.get("config"),
+            },
+        )
+    if report.get("failure"):
+        failure = report["failure"]
+        runstore.record_event(session, run.id, {"event": "stage", "stage": failure["stage"], "state": "failed"})
+    runstore.store_report(session, run.id, report)
+    return run
+
+
+def submittable(code: str) -> str:
+    """Hostile or hanging code as a user must send it: with the top-level names the submit check asks for
+    (webapp.submission.never_defined) where it has none, after code that never lets the job reach them."""
+    return code + "\nmodel = example_inputs = None\n" if never_defined(code) else code
 
 
 def form_token(client) -> dict:

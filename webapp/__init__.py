@@ -7,6 +7,8 @@ never by importing the workers.
     webapp/submission.py  validation of a new run (form and API)
     webapp/examples.py    the gallery, read from examples/*.py
     webapp/render.py      report sections to HTML (Pygments listings, tables)
+    webapp/tabs/          what each report tab draws, one module per tab (the Overview's story and shared facts)
+    webapp/numbers.py     numbers for people (3 significant figures, no e-notation), as Jinja filters
     webapp/errors.py      internal errors: logged with an id, answered with the id only
     webapp/views/         blueprints: pages (new run, run/report), api (/api/runs), status (/status, /api/status,
                           /api/health)
@@ -31,11 +33,13 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = 4 * settings.max_code_bytes  # the code plus the form around it
 
     from storage.queue import make_celery
-    from webapp import context, errors, security
+    from webapp import context, errors, numbers, render, security
     from webapp.views import api, diff, export, pages, status, traces
 
     app.extensions["pt2scope"] = context.Extension(settings=settings, celery=make_celery(settings))
     app.teardown_appcontext(context.close_session)
+    app.jinja_env.filters.update(numbers.FILTERS)  # {{ value|ms }}: numbers formatted for people, one way
+    app.jinja_env.filters["breakable"] = render.breakable  # long identifiers wrap at _ and . only
     security.init_app(app, settings)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)

@@ -45,6 +45,12 @@ def listing(code: str, anchor: str, language: str = "python") -> Markup:
     return Markup(f'<div class="listing" id="{escape(anchor)}">{highlight(code, lexer, formatter)}</div>')
 
 
+def breakable(name) -> Markup:
+    """An identifier that may wrap after its underscores and dots (a kernel or op name of 80 characters), and only
+    there: a table column then holds its words whole."""
+    return Markup(re.sub(r"([_.])", r"\1<wbr>", str(escape(name))))
+
+
 def stylesheet() -> str:
     return HtmlFormatter().get_style_defs(".highlight")
 

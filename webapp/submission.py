@@ -1,6 +1,7 @@
 """Validation of a new run, shared by the form and the API: every error is named by its field, and nothing is
-queued unless all fields are valid. The code is parsed (never run) here, so a syntax error is answered at once
-with its line instead of after a wait in the queue; everything else about the code is the engine's to report."""
+queued unless all fields are valid. The code is parsed (never run) here, so a syntax error, or a file that cannot
+define `model` or `example_inputs` (never_defined), is answered at once instead of after a wait in the queue;
+everything else about the code is the engine's to report."""
 
 from __future__ import annotations
 
@@ -35,6 +36,12 @@ def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tup
         )
     elif (syntax := syntax_error(code, os.path.basename(str(data.get("filename") or "model.py")))) is not None:
         errors["code"] = syntax["text"]
+    elif missing := never_defined(code):
+        errors["code"] = (
+            f"The file never defines {' or '.join(f'`{name}`' for name in missing)}: add "
+            + "; ".join(REQUIRED_NAMES[name] for name in missing)
+            + ". Nothing was run or queued."
+        )
 
     filename = os.path.basename(str(data.get("filename") or "model.py"))
     if not _is_unicode_text(filename) or "\0" in filename:
@@ -104,6 +111,57 @@ def syntax_error(code: str, filename: str) -> dict | None:
     except (RecursionError, MemoryError, ValueError):
         return None
     return None
+
+
+# What the engine needs of a user's file (engine/usercode.py), and how to give it.
+REQUIRED_NAMES = {
+    "model": "`model = ...`, an nn.Module instance or any callable, e.g. `model = MyModule()`",
+    "example_inputs": "`example_inputs = ...`, a tuple of arguments, e.g. `example_inputs = (torch.randn(8, 8),)`",
+}
+# Names through which a file may bind a top-level name without a statement that names it.
+_DYNAMIC_BINDERS = {"globals", "vars", "locals", "exec", "eval", "setattr", "__import__", "importlib", "sys", "compile"}
+
+
+def never_defined(code: str) -> list[str]:
+    """The names of REQUIRED_NAMES that the file certainly never defines, by a static reading (nothing runs).
+    It over-approximates: a name counts as defined if anything anywhere in the file could bind it (an assignment
+    or walrus, def, class, import, for, with, except ... as, a match capture, a ``global`` declaration, an
+    attribute of that name set on any object, as on the module itself); and nothing is missing when the file
+    could bind names without naming them (``from m import *``, globals(), vars(), exec, setattr, sys.modules, a
+    ``__dict__``). So it refuses only a file that cannot define the name. Code that does not parse is the syntax
+    check's."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return []
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            return []
+        if isinstance(node, ast.Name) and node.id in _DYNAMIC_BINDERS:
+            return []
+        if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "modules"):
+            return []
+        bound.update(_names_bound_by(node))
+    return [name for name in REQUIRED_NAMES if name not in bound]
+
+
+def _names_bound_by(node) -> set[str]:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return {node.id}
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+        return {node.attr}  # some_module.model = ...
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return set(node.names)
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+        return {node.name}
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return {node.rest}
+    return set()
 
 
 def config_choices() -> list[dict]:

@@ -136,8 +136,23 @@ export function nodeNumber(model, name) {
   return model.numbers.get(name) ?? -1;
 }
 
+/** The most characters a tag shows: longer names are cut (an ellipsis first), never squeezed to fit. */
+const TAG_CHARS = 18;
+
+/** An input's tag text: Dynamo's flattened name of a parameter or buffer read back as its path
+ *  ("l_self_modules_layers_modules_47_parameters_weight_" -> "layers.47.weight", "l_x_" -> "x"), its end kept when
+ *  it is longer than TAG_CHARS (the layer number and the weight tell a 48-layer model's tags apart). */
+export function tagText(name) {
+  let text = String(name);
+  const flat = /^l_+(.*?)_*$/i.exec(text);
+  if (flat) {
+    text = flat[1].replace(/^self_+/, "").replace(/(?:^|_)(?:modules|parameters|buffers)_/g, ".").replace(/^\./, "");
+  }
+  return text.length > TAG_CHARS ? `…${text.slice(text.length - TAG_CHARS + 1)}` : text;
+}
+
 export function tagWidth(name) {
-  return SIZES.tagCharWidth * Math.min(String(name).length, 18) + 10;
+  return SIZES.tagCharWidth * tagText(name).length + 10;
 }
 
 /** The inputs shown as tags above a node (at most tagMax; the rest are counted in a "+N" tag). */

@@ -5,7 +5,7 @@
 // An item is what the layout places: a node number (< model.count) or count + g for module group g. A focus is
 // {item, tag}: the item itself (tag -1) or input tag k of a node item (k indexes tagsOf; tags past the shown ones
 // sit behind the "+N" tag).
-import { SIZES, argsOf, chainOf, field, moduleLabel, shortTarget, shownTags, tagWidth, tagsOf, usersOf } from "./graph-layout.js";
+import { SIZES, argsOf, chainOf, field, moduleLabel, shortTarget, shownTags, tagText, tagWidth, tagsOf, usersOf } from "./graph-layout.js";
 
 export function isNode(model, item) {
   return item < model.count;
@@ -29,7 +29,7 @@ export function tagRects(model, i, x, y) {
   let tx = x;
   for (const j of shown) {
     const w = tagWidth(model.names[j]);
-    rects.push({ node: j, x: tx, y, w, text: model.names[j] });
+    rects.push({ node: j, x: tx, y, w, text: tagText(model.names[j]) });
     tx += w + SIZES.tagGap;
   }
   if (shown.length < tags.length) {

@@ -18,6 +18,14 @@ let layouts = null;  // started by setUpViewers when the page has a graph, so it
 
 /** How much larger canvas text is drawn in presentation mode (?present=1), as the page's text is. */
 const PRESENT_TEXT_SCALE = 1.5;
+/** The smallest text the painter draws, an input tag's, is 10 px at scale 1. Fit never shrinks it below a readable
+ *  size: 14 px on a projector (presentation mode), 9 px on a page (node names 11 px). A graph larger than the view
+ *  at that size is shown from its inputs, to pan (drag) or fold (Collapse all); the wheel still zooms out. */
+const SMALLEST_TEXT_PX = 10;
+const READABLE_TEXT_PX = { present: 14, page: 9 };
+/** A stage as tall as the graph needs at its fitted scale, up to this share of the window (and never tiny). */
+const STAGE_SHARE = { present: 0.78, page: 0.7 };
+const STAGE_MIN_PX = 220;
 
 function element(tag, props = {}, children = []) {
   const el = document.createElement(tag);
@@ -43,7 +51,9 @@ export class GraphViewer {
     this.highlightNote = card.querySelector(".graph-highlight");
     this.search = card.querySelector(".graph-search");
     this.painter = new GraphPainter(this.canvas);
-    this.textScale = document.body.classList.contains("present") ? PRESENT_TEXT_SCALE : 1;
+    this.present = document.body.classList.contains("present");
+    this.textScale = this.present ? PRESENT_TEXT_SCALE : 1;
+    this.readableScale = READABLE_TEXT_PX[this.present ? "present" : "page"] / SMALLEST_TEXT_PX;
     this.view = { scale: 1, x: 0, y: 0 };
     this.highlighted = new Set();
     this.selected = -1;
@@ -81,11 +91,12 @@ export class GraphViewer {
     layouts.init(this.id, input, transfer);
     this.expanded = defaultExpanded(this.model);
     await this.relayout();
-    this.fitStageHeight();
+    this.sizeStage();
     this.fit();
     this.paintNow();  // "ready" means drawn
     this.drawLegend();
-    this.status.textContent = `${this.model.count} nodes (${this.model.drawnCount} drawn, inputs as tags) · ${this.model.groups.length} module boxes · ready in ${Math.round(performance.now() - started)} ms`;
+    this.readyNote = `${this.model.count} nodes (${this.model.drawnCount} drawn, inputs as tags) · ${this.model.groups.length} module boxes · ready in ${Math.round(performance.now() - started)} ms`;
+    this.showFitNote();
     this.card.dataset.state = "ready";
     this.card.dataset.readyAt = String(performance.now());
   }
@@ -117,31 +128,49 @@ export class GraphViewer {
     this.size = { width, height };
   }
 
-  /** A small graph gets a short stage rather than a mostly empty one. */
-  fitStageHeight() {
-    const wanted = Math.ceil(this.layout.height * this.textScale + 48);
-    const full = this.stage.getBoundingClientRect().height;
-    if (wanted < full) this.stage.style.height = `${Math.max(180, wanted)}px`;
+  /** The scale Fit draws at: the whole graph as large as fits up to full size (presentation: larger), never below
+   *  the readable scale. */
+  fitScale(height) {
+    const { width } = this.layout, margin = 24, full = 1.1 * this.textScale;
+    const fits = Math.min((this.size.width - margin) / Math.max(1, width), (height - margin) / Math.max(1, this.layout.height));
+    return Math.max(this.readableScale, Math.min(full, fits));
   }
 
-  /** The whole graph in view, as large as fits up to full size (presentation: larger); a graph too large to be
-   *  read whole is fitted to its width (and scrolled), down to a scale where text is still drawn. */
+  /** The stage is sized to the window: as tall as the graph needs at the scale Fit will draw it (its width
+   *  decides), up to most of the window, so a graph starts neither tiny nor in a mostly empty box. */
+  sizeStage() {
+    this.resize();
+    const most = window.innerHeight * STAGE_SHARE[this.present ? "present" : "page"];
+    const scale = this.fitScale(Infinity);
+    const wanted = Math.ceil(this.layout.height * scale + 48);
+    this.stage.style.height = `${Math.round(Math.max(STAGE_MIN_PX, Math.min(most, wanted)))}px`;
+  }
+
   fit() {
     this.resize();
-    const { width, height } = this.layout;
-    const margin = 24, full = 1.1 * this.textScale, readable = 0.35 * this.textScale;
-    let scale = Math.min(full, (this.size.width - margin) / Math.max(1, width), (this.size.height - margin) / Math.max(1, height));
-    if (scale < readable) scale = Math.max(readable, Math.min(full, (this.size.width - margin) / Math.max(1, width)));
+    const { width, height } = this.layout, margin = 24;
+    const scale = this.fitScale(this.size.height);
     this.view.scale = scale;
-    this.view.x = Math.max(margin / 2, (this.size.width - width * scale) / 2);
-    this.view.y = height * scale < this.size.height ? (this.size.height - height * scale) / 2 : margin / 2;
+    this.view.x = width * scale + margin < this.size.width ? (this.size.width - width * scale) / 2 : margin / 2;
+    this.view.y = height * scale + margin < this.size.height ? (this.size.height - height * scale) / 2 : margin / 2;
+    this.fitsWhole = width * scale + margin <= this.size.width + 1 && height * scale + margin <= this.size.height + 1;
+    this.card.dataset.fits = String(this.fitsWhole);
+    this.card.dataset.scale = String(scale);  // what Fit chose: its smallest text is 10 px times this
     this.draw();
+  }
+
+  /** The status line: what was loaded, and when the graph is larger than the view at a readable size, how to see
+   *  the rest. */
+  showFitNote() {
+    if (!this.readyNote) return;
+    this.status.textContent = this.readyNote + (this.fitsWhole ? ""
+      : " · larger than the view at a readable size: drag to pan, or Collapse all");
   }
 
   centerOn(item) {
     const [x, y, w, h] = rectOf(this.layout, item);
     if (Number.isNaN(x)) return;
-    this.view.scale = Math.max(this.view.scale, 0.8 * this.textScale);
+    this.view.scale = Math.max(this.view.scale, this.readableScale);
     this.view.x = this.size.width / 2 - (x + w / 2) * this.view.scale;
     this.view.y = this.size.height / 2 - (y + h / 2) * this.view.scale;
     this.draw();
@@ -234,7 +263,10 @@ export class GraphViewer {
   }
 
   bindToolbar() {
-    this.card.querySelector("[data-action=fit]").addEventListener("click", () => this.load().then(() => this.fit()));
+    this.card.querySelector("[data-action=fit]").addEventListener("click", () => this.load().then(() => {
+      this.fit();
+      this.showFitNote();
+    }));
     this.card.querySelector("[data-action=expand]").addEventListener("click", () => this.setAllExpanded(true));
     this.card.querySelector("[data-action=collapse]").addEventListener("click", () => this.setAllExpanded(false));
     this.search.addEventListener("input", () => this.load().then(() => this.runSearch(false)));
@@ -254,6 +286,7 @@ export class GraphViewer {
     this.expanded = open ? new Set(this.model.groups.map((_, g) => g)) : new Set();
     await this.relayout();
     this.fit();
+    this.showFitNote();
   }
 
   async toggleGroup(g) {

@@ -11,10 +11,9 @@ from dataclasses import dataclass
 import pytest
 from werkzeug.serving import make_server
 
-from storage import runstore
 from storage.config import PROJECT_ROOT, Settings
 from storage.db import session_factory
-from tests.support import Worker, make_settings
+from tests.support import Worker, make_settings, store_sample_report
 from webapp import create_app
 
 CHROMIUM = "/usr/bin/chromium"
@@ -78,34 +77,6 @@ def read_sample_report(name: str) -> dict:
 @pytest.fixture(scope="session")
 def sample_runs(site) -> dict[str, str]:
     """The real sample reports stored as finished runs on the site: name -> slug. Stored through runstore as a
-    worker would, with their stage events, so no engine run is needed."""
-    slugs = {}
+    worker would (tests.support.store_sample_report), so no engine run is needed."""
     with session_factory(site.settings.database_url)() as session:
-        for name in SAMPLE_REPORTS:
-            report = read_sample_report(name)
-            request = report["request"]
-            run = runstore.create_run(
-                session,
-                runstore.Submission(
-                    code=report["source"]["code"],
-                    filename=report["source"]["filename"],
-                    device=request["device"],
-                    train=request.get("train"),
-                    configs=request["configs"],
-                ),
-            )
-            for stage in report["stages"]:
-                runstore.record_event(
-                    session,
-                    run.id,
-                    {
-                        "event": "stage",
-                        "stage": stage["name"],
-                        "state": "finished",
-                        "seconds": stage.get("seconds"),
-                        "config": stage.get("config"),
-                    },
-                )
-            runstore.store_report(session, run.id, report)
-            slugs[name] = run.slug
-    return slugs
+        return {name: store_sample_report(session, read_sample_report(name)).slug for name in SAMPLE_REPORTS}

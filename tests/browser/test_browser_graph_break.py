@@ -22,7 +22,7 @@ def test_graph_break_example_shows_both_breaks_with_their_lines(site, page):
     expect(page.locator("#editor")).to_contain_text("halfway")
     for config in ("inductor_default", "inductor_reduce_overhead"):  # Dynamo is what this test is about
         page.get_by_label(re.compile(config)).uncheck()
-    page.get_by_role("button", name="Compile").click()
+    page.get_by_role("button", name="Run", exact=True).click()
 
     expect(page.locator("#status")).to_have_text("succeeded", timeout=120_000)
     expect(page.locator("#headlines li").first).to_contain_text("2 graph breaks split your function into 3 graphs")

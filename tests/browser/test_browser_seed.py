@@ -17,7 +17,7 @@ def test_new_user_compiles_the_seed_and_shares_the_report(site, page, browser):
     # Keep the default ladder but one Inductor mode: the fused kernel comes from inductor_default.
     page.get_by_label(re.compile("inductor_reduce_overhead")).uncheck()
     expect(page.get_by_label(re.compile("inductor_default"))).to_be_checked()
-    page.get_by_role("button", name="Compile").click()
+    page.get_by_role("button", name="Run", exact=True).click()
 
     expect(page).to_have_url(re.compile(r"/r/[A-Za-z0-9_-]{20,}$"))
     report_url = page.url

@@ -12,6 +12,7 @@ import pytest
 
 from contract.compile_id import CompileId, canonical, compile_key
 from contract.counts import COUNTS, summarize
+from contract.report import Aot, Dynamo, Graph, Inductor, Runtime
 from engine import logtap
 from engine.logtap import LoadedLog, UndeclaredInput, artifacts_read, load_trace_log
 from engine.measure.caches import cache_counts
@@ -61,20 +62,19 @@ def test_a_restarted_compiles_kernels_meet_their_post_grad_graph():
     outputs = logtap.read(recorded("graph_break"), "inductor.output_code")
     kernels = [k for o in outputs for k in inductor_stage.parse_kernels(o, "graph_break.py")]
     assert [k["compile_id"] for k in kernels] == ["0/0_1", "1/0_1", "2/0"]
-    inductor = {
-        "post_grad_graphs": [
-            {"compile_id": "0/0", "kind": "inference"},
-            {"compile_id": "1/0", "kind": "inference"},
-            {"compile_id": "2/0", "kind": "inference"},
-        ]
-    }
-    assert [inductor_view.graph_id_of_kernel(inductor, k) for k in kernels] == [
+    inductor = Inductor(post_grad_graphs=[_graph(cid, "inference") for cid in ("0/0", "1/0", "2/0")])
+    assert [inductor_view.graph_id_of_kernel(inductor, k["compile_id"], k["graph_kind"]) for k in kernels] == [
         "postgrad-0",
         "postgrad-1",
         "postgrad-2",
     ]
-    aot = {"graphs": [{"compile_id": "0/0", "kind": "inference"}]}
+    aot = Aot(graphs=[_graph("0/0", "inference")])
     assert aot_view.graph_id_by_kind(aot, "0/0_1", "inference") == "aot-0"
+
+
+def _graph(compile_id: str, kind: str) -> Graph:
+    """A graph as the pages list it: no nodes (the viewer fetches those)."""
+    return Graph(compile_id=compile_id, kind=kind, nodes=[], num_nodes=0, code="", ops={})
 
 
 def test_torch_logs_prefixes_become_the_reports_spelling():
@@ -152,15 +152,15 @@ def test_guard_counts_are_torchs_and_the_same_everywhere(recompiling):
     guards = recompiling["dynamo"]["guards"]
     assert [g["compile_id"] for g in guards] == ["0/0", "0/1", "0/2"] and all(g["count"] > 0 for g in guards)
     assert recompiling["summary"]["counts"]["guards"] == sum(g["count"] for g in guards)
-    rows = dynamo_view.guards_by_compile_id(recompiling["dynamo"])
+    rows = dynamo_view.guards_by_compile_id(Dynamo.model_validate(recompiling["dynamo"]))
     assert [r["count"] for r in rows] == [g["count"] for g in guards]
-    assert [r["compile_id"] for r in rows[1]["recompiles"]] == ["0/1"]
+    assert [r.compile_id for r in rows[1]["recompiles"]] == ["0/1"]
 
 
 def test_guard_count_on_the_page_is_torchs_not_a_count_of_lines():
     (guards,) = logtap.read(recorded("seed_default"), "dynamo.guards")
     assert guards["count"] == 12  # CompilationMetrics.guard_count of the recorded compile
-    (row,) = dynamo_view.guards_by_compile_id({"guards": [guards], "recompiles": []})
+    (row,) = dynamo_view.guards_by_compile_id(Dynamo(guards=[guards]))
     assert row["count"] == 12
 
 
@@ -190,9 +190,10 @@ def test_graph_breaks_kernels_under_inductor_meet_their_graphs_and_lines(explore
     post_grad = [g["compile_id"] for g in inductor["post_grad_graphs"]]
     assert post_grad == ["0/0_1", "1/0_1", "2/0"] and {k["compile_id"] for k in kernels} == set(post_grad)
     assert all(k["source_nodes"] and k["aten_ops"] and k["source_lines"] for k in kernels)
-    assert [inductor_view.graph_id_of_kernel(inductor, k) for k in kernels] == [
-        f"postgrad-{post_grad.index(k['compile_id'])}" for k in kernels
-    ]
+    assert [
+        inductor_view.graph_id_of_kernel(Inductor.model_validate(inductor), k["compile_id"], k["graph_kind"])
+        for k in kernels
+    ] == [f"postgrad-{post_grad.index(k['compile_id'])}" for k in kernels]
     marked = {n["marks"]["kernel"] for g in inductor["post_grad_graphs"] for n in g["nodes"] if n["marks"]}
     assert {k["name"] for k in kernels} <= marked
     assert report["summary"]["counts"]["generated_kernels"] == len(kernels)
@@ -223,10 +224,12 @@ def test_training_compile_counts_the_backward_once():
 
 def test_the_compile_chart_and_table_show_exclusive_stages_that_add_up():
     metrics = logtap.read(recorded("mlp_train_bf16"), "runtime.compile_metrics")
-    runtime = {"compile_seconds": compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"])}
+    runtime = Runtime.model_validate(
+        {"compile_seconds": compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"])}
+    )
     (cold,) = runtime_view.compile_runs(runtime)
     column = [row["cells"][0]["seconds"] for row in runtime_view.compile_stage_table([cold])]
-    assert sum(column) == pytest.approx(runtime["compile_seconds"]["total"], abs=1e-3)
+    assert sum(column) == pytest.approx(runtime.compile_seconds.total, abs=1e-3)
     chart = runtime_view.compile_stage_chart(runtime)
     assert chart["layout"]["barmode"] == "stack" and "nest" not in json.dumps(chart["layout"])
     assert "add up" in chart["layout"]["xaxis"]["title"]["text"]

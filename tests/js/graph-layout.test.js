@@ -4,7 +4,7 @@
 // opened) equals a layout from scratch.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { SIZES, buildModel, chainOf, defaultExpanded, layout, layoutInput, layoutModel, tagsOf } from "../../static/js/graph-layout.js";
+import { SIZES, buildModel, chainOf, defaultExpanded, layout, layoutInput, layoutModel, tagText, tagWidth, tagsOf } from "../../static/js/graph-layout.js";
 import { payloads, syntheticGraph } from "./graphs.js";
 
 const graphs = payloads({ reports: ["seed", "mlp_train", "tiny_gpt", "graph_break"],
@@ -212,4 +212,18 @@ describe("collapsed modules", () => {
       assert.ok(parent < 0 || expanded.has(parent));
     }
   });
+});
+
+test("an input's tag reads as its path, cut at its start, never squeezed (48-layer parameter tags)", () => {
+  assert.equal(tagText("l_self_modules_layers_modules_47_parameters_weight_"), "layers.47.weight");
+  assert.equal(tagText("l_self_buffers_running_mean_"), "running_mean");
+  assert.equal(tagText("l_x_"), "x");
+  assert.equal(tagText("primals_1"), "primals_1");
+  const long = tagText("l_self_modules_encoder_modules_layers_modules_11_modules_attn_parameters_in_proj_weight_");
+  assert.equal(long.length, 18);
+  assert.ok(long.startsWith("…") && long.endsWith("in_proj_weight"));
+  // The layout sizes each tag for the text drawn in it (6 px a character at 10 px).
+  assert.equal(tagWidth("l_self_modules_layers_modules_47_parameters_weight_"), 6 * "layers.47.weight".length + 10);
+  const names = Array.from({ length: 48 }, (_, i) => tagText(`l_self_modules_layers_modules_${i}_parameters_weight_`));
+  assert.equal(new Set(names).size, 48, "every layer's tag is told apart");
 });

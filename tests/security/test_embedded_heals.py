@@ -13,7 +13,7 @@ from engine import sandbox
 from engine.jobgroup import alive
 from storage import runstore
 from storage.db import session_factory
-from tests.support import SEED, LoggedProcess, make_settings, wait_until
+from tests.support import SEED, LoggedProcess, make_settings, submittable, wait_until
 
 
 class Serve(LoggedProcess):
@@ -93,7 +93,9 @@ def serve_and_kill_its_worker(settings, port: int) -> None:
     with Serve(settings, port) as serve:
         wait_until(lambda: answers(port) and workers(settings), timeout=120, what="the site and its worker")
         first = workers(settings)[0]
-        hang = api(port, "/api/runs", {"code": "import time\ntime.sleep(600)\n", "configs": ["eager"]})["id"]
+        hang = api(port, "/api/runs", {"code": submittable("import time\ntime.sleep(600)\n"), "configs": ["eager"]})[
+            "id"
+        ]
         folder = wait_until(
             lambda: api(port, f"/api/runs/{hang}")["status"] == "running" and job_folder(settings, hang),
             timeout=120,

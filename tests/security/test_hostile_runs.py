@@ -11,7 +11,7 @@ import pytest
 
 from engine.jobgroup import JobGroup
 from storage.config import PROJECT_ROOT
-from tests.support import SEED, Worker, make_settings, wait_for_run, wait_until
+from tests.support import SEED, Worker, make_settings, submittable, wait_for_run, wait_until
 from webapp import create_app
 from workers.launch import dies_with_parent
 
@@ -24,22 +24,23 @@ LIMITS = dict(job_time_limit_s=90.0, cpu_time_limit_s=12.0, memory_limit_mb=6144
 
 HOSTILE = {
     "fork_bomb": (
-        "import os\nwhile True:\n    os.fork()\n",
+        submittable("import os\nwhile True:\n    os.fork()\n"),
         "processes",
         "process limit of 64 processes and threads reached",
     ),
     "memory": (
-        "import torch\nhuge = torch.empty(12 * 2**30, dtype=torch.uint8)  # 12 GiB, twice the limit\n",
+        submittable("import torch\nhuge = torch.empty(12 * 2**30, dtype=torch.uint8)  # 12 GiB, twice the limit\n"),
         "memory",
         "memory limit of 6144 MiB",
     ),
     "output_flood": (
-        "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n",
+        submittable("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"),
         "output_limit",
         "limit of 32 MiB reached",
     ),
-    "busy_loop": ("while True:\n    pass\n", "cpu_time", "CPU time limit of 12 s reached"),
-    "missing_names": ("import torch\nx = 1\n", "missing_name", "defines no top-level `model`"),
+    "busy_loop": (submittable("while True:\n    pass\n"), "cpu_time", "CPU time limit of 12 s reached"),
+    # A file the submit check cannot read for certain (globals() may bind anything): the engine says what is missing.
+    "missing_names": ("import torch\nglobals()['x'] = 1\n", "missing_name", "defines no top-level `model`"),
     "model_exception": (
         "import torch\ndef f(x):\n    raise KeyError('no such layer')\nmodel = f\nexample_inputs = (torch.ones(2),)\n",
         "user_exception",

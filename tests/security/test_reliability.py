@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
-from tests.support import SEED, Worker, make_settings, scratch_postgres_and_redis, wait_for_run
+from tests.support import SEED, Worker, make_settings, scratch_postgres_and_redis, submittable, wait_for_run
 from webapp import create_app
 
 ATTACKS = os.path.join(os.path.dirname(__file__), "attacks")
@@ -20,7 +20,7 @@ REDIS_DB = 11  # a db index of its own, flushed: no other user of this server is
 
 def attack(name: str) -> str:
     with open(os.path.join(ATTACKS, f"{name}.py")) as f:
-        return f.read()
+        return submittable(f.read())
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -119,7 +119,7 @@ def test_a_database_error_while_storing_the_report_fails_the_run_at_once_with_an
 def test_a_database_error_on_a_progress_event_kills_the_whole_job_at_once(site):
     client, worker, settings = site
     fail_inserts_for_next_run(settings, "run_events")
-    hang = "import time\ntime.sleep(600)\n"
+    hang = submittable("import time\ntime.sleep(600)\n")
     run_id = client.post("/api/runs", json={"code": hang, "configs": ["eager"]}).get_json()["id"]
     status = wait_for_run(client, run_id, timeout=60, worker=worker)  # not the job's 300 s time limit
     error = status["error"]

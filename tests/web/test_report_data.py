@@ -7,6 +7,7 @@ import os
 from sqlalchemy import delete, select, update
 
 from contract import graphs, provenance
+from contract.report import validate_report
 from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.models import ReportGraph, ReportPiece, ReportSection
@@ -18,6 +19,11 @@ from webapp.tabs import runtime as runtime_view
 def _report(name: str) -> dict:
     with open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")) as f:
         return json.load(f)
+
+
+def _model(name: str):
+    """A sample report as the pages read it: validated (and upgraded) into the report's models."""
+    return validate_report(_report(name))
 
 
 def _store(db, report: dict) -> str:
@@ -127,40 +133,42 @@ def test_a_line_behind_a_huge_graph_lists_a_capped_number_of_nodes_with_the_tota
 
 
 def test_kernels_sorted_by_measured_time_with_roofline_share_on_the_h200():
-    report = _report("mlp_train")
-    rows = inductor_view.kernel_rows(report["inductor"], report["runtime"], "AMD EPYC")
+    report = _model("mlp_train")
+    rows = inductor_view.kernel_rows(report.inductor, report.runtime, "AMD EPYC")
     times = [row["total_ms"] for row in rows]
     assert times == sorted(times, reverse=True) and rows[0]["name"] == "cpp_fused_gelu_gelu_backward_sum_1"
     assert all(row["roofline_share"] is None for row in rows)  # no CPU ceiling, and bytes unknown per kernel
 
-    gpu = _report("seed_gpu")
-    [row] = inductor_view.kernel_rows(gpu["inductor"], gpu["runtime"], gpu["environment"]["device_name"])
+    gpu = _model("seed_gpu")
+    [row] = inductor_view.kernel_rows(gpu.inductor, gpu.runtime, gpu.environment.device_name)
     assert row["bytes_accessed"] == 4096 * 4096 * 4 * 2  # read x, write the result
     assert 0.55 < row["roofline_share"] < 0.7  # the H200 measured 61% of its copy bandwidth with do_bench
 
 
 def test_fusion_decisions_grouped_by_reason_in_words_with_their_nodes_and_kernels():
-    inductor = _report("mlp_train")["inductor"]
+    inductor = _model("mlp_train").inductor
     graphs = inductor_view.fusion_groups(inductor)
     backward = next(g for g in graphs if g["kind"] == "backward")
     assert backward["graph_id"] == "postgrad-1"
     assert backward["fused"] == sum(
-        d.get("count") or 1 for d in inductor["fusion_decisions"] if d["kind"] == "backward" and d["action"] == "fused"
+        d.count for d in inductor.fusion_decisions if d.kind == "backward" and d.action == "fused"
     )
     fused, *others = backward["groups"]
     assert fused["words"] == "fused"
     pair = next(d for d in fused["decisions"] if d["first"]["name"] == "op0")
     assert pair["first"]["ops"] == ["mul_6", "sum_1"] and pair["second"]["name"] == "op1"
     # The kernel the nodes went into, from the kernels' own source nodes.
-    kernel = next(k for k in inductor["kernels"] if k["graph_kind"] == "backward" and "sum_1" in k["source_nodes"])
-    assert pair["first"]["kernels"] == [kernel["name"]]
+    kernel = next(k for k in inductor.kernels if k.graph_kind == "backward" and "sum_1" in k.source_nodes)
+    assert pair["first"]["kernels"] == [kernel.name]
     assert others[0]["reason"] == "no shared data"
     assert others[0]["words"] == "not fused: they share no buffer: fusing would save no memory traffic"
-    assert [g["count"] for g in others] == sorted((g["count"] for g in others), reverse=True)
+    # Most pairs first; each group counts its distinct pairs and, apart, the times Inductor weighed them.
+    assert [g["pairs"] for g in others] == sorted((g["pairs"] for g in others), reverse=True)
+    assert all(g["pairs"] == len(g["decisions"]) and g["weighed"] >= g["pairs"] for g in backward["groups"])
 
 
 def test_the_ir_diff_shows_which_nodes_fused_into_which_kernel():
-    inductor = _report("mlp_train")["inductor"]
+    inductor = _model("mlp_train").inductor
     pair = next(p for p in inductor_view.ir_pairs(inductor) if p["kind"] == "forward")
     rows = inductor_view.ir_diff(inductor, pair)
     fused = [row for row in rows if row["fused"]]
@@ -169,10 +177,10 @@ def test_the_ir_diff_shows_which_nodes_fused_into_which_kernel():
     # Every node before fusion appears in exactly one row after it.
     before = [node["name"] for node in inductor_view.ir_nodes(pair["before"])]
     assert sorted(m["name"] for row in rows for m in row["members"]) == sorted(before)
-    kernels = {k["name"]: k for k in inductor["kernels"] if k["graph_kind"] == "forward"}
+    kernels = {k.name: k for k in inductor.kernels if k.graph_kind == "forward"}
     for row in fused:
         buffers = {b["name"] for b in row["buffers"]}
-        assert row["kernel"] in kernels and buffers & set(kernels[row["kernel"]]["writes"])
+        assert row["kernel"] in kernels and buffers & set(kernels[row["kernel"]].writes)
     # Each buffer names the graph node that computes it, one of the nodes of its scheduler node.
     graph_nodes = {n for row in rows for m in row["members"] for n in m["ops"]}
     assert all(b["node"] in graph_nodes for row in rows for b in row["buffers"] if b["node"])
@@ -180,14 +188,14 @@ def test_the_ir_diff_shows_which_nodes_fused_into_which_kernel():
 
 
 def test_a_host_bound_gpu_step_is_diagnosed_in_plain_words():
-    notes = runtime_view.host_bound_diagnosis(_report("seed_gpu")["runtime"]["benchmarks"])
+    notes = runtime_view.host_bound_diagnosis(_model("seed_gpu").runtime.benchmarks)
     assert notes[0].startswith("inductor_default: host-bound. The GPU is busy only 45% of each step")
     assert "measured here it was not faster (0.174 ms per step)" in notes[0]
-    assert runtime_view.host_bound_diagnosis(_report("seed")["runtime"]["benchmarks"]) == []  # CPU: no GPU time
+    assert runtime_view.host_bound_diagnosis(_model("seed").runtime.benchmarks) == []  # CPU: no GPU time
 
 
 def test_the_guard_tree_folds_counts_its_guards_and_marks_the_failed_one():
-    dynamo = _report("recompile")["dynamo"]
+    dynamo = _model("recompile").dynamo
     first, second = dynamo_view.guards_by_compile_id(dynamo)
     assert first["failed"] == [
         {"guard": "tensor 'x' size mismatch at index 0. expected 4, actual 6", "recompile": "0/1"}

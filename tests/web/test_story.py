@@ -5,6 +5,7 @@ recompile details) used when present."""
 import json
 import os
 
+from contract.report import validate_report
 from storage.config import PROJECT_ROOT
 from webapp.tabs import overview as story
 
@@ -20,7 +21,16 @@ def _report(name):
 
 
 def _story(sections, progress=FINISHED, status="succeeded", failure=None):
-    return story.story(sections, progress=progress, run_status=status, failure=failure, filename="model.py")
+    """The Overview of a report's sections (a stored report's dict, validated as storage validates it)."""
+    report = validate_report(sections)
+    models = {name: getattr(report, name) for name in sections if name != "schema_version"}
+    counts = report.summary.counts
+    facts = story.Facts(
+        counts=counts,
+        states=story.stage_states(progress, status, failure, counts=counts),
+        recorded_config=report.runtime.recorded_config,
+    )
+    return story.story(models, facts=facts, progress=progress, failure=failure, filename="model.py")
 
 
 def test_old_reports_tell_it_from_what_they_recorded():
@@ -37,7 +47,16 @@ def test_old_reports_tell_it_from_what_they_recorded():
 def test_the_fields_added_later_are_used_when_present():
     sections = _report("seed")
     sections["summary"] = {
-        "counts": {"dynamo_graphs": 1, "graph_breaks": 0, "recompiles": 0, "generated_kernels": 7, "library_calls": 2}
+        "counts": {
+            "dynamo_graphs": 1,
+            "graph_breaks": 0,
+            "unique_graph_breaks": 0,
+            "recompiles": 0,
+            "guards": None,
+            "aot_graphs": 1,
+            "generated_kernels": 7,
+            "library_calls": 2,
+        }
     }
     eager, compiled = sections["runtime"]["benchmarks"]
     compiled["speedup"] = {
@@ -79,8 +98,10 @@ def test_an_undecided_speedup_is_not_called_a_win():
         "verdict": None,
         "text": "not decided: measurements too noisy (0.8-2.1x)",
     }
-    speedup = next(h for h in _story(sections)["headlines"] if "inductor_default takes" in h["text"])
-    assert speedup["text"].startswith("Whether compiling helped is not decided") and speedup["kind"] == "warn"
+    said = [h for h in _story(sections)["headlines"] if h["anchor"] == "runtime-benchmarks"]
+    assert [h["kind"] for h in said] == ["warn"]
+    assert said[0]["text"].startswith("Whether compiling helped is not decided: no config's speedup is decided")
+    assert "takes" not in said[0]["text"] and "1.05" not in said[0]["text"]  # no figure quoted, none ranked
 
 
 def test_while_running_the_stages_to_come_are_pending_and_tabs_open_after_their_stage():

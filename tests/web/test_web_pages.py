@@ -185,7 +185,7 @@ def test_a_tab_reads_only_its_own_sections(client, db, settings):
 
 
 def test_a_failed_run_shows_the_error_at_the_users_line(client, db):
-    code = "import torch\n\ndef f(x):\n    return x.nope()\n"
+    code = "import torch\n\ndef f(x):\n    return x.nope()\n\n\nmodel = f\nexample_inputs = (torch.ones(2),)\n"
     slug = client.post("/api/runs", json={"code": code}).get_json()["id"]
     run = runstore.get_run(db, slug)
     request = {**asdict(JobRequest(code=code)), "configs": ["eager"]}
@@ -224,7 +224,7 @@ def test_the_runtime_tab_draws_the_jobs_timeline_and_says_when_a_report_has_none
         ],
     }
     html = client.get(f"/r/{_store(client, db, report).slug}/runtime").get_data(as_text=True)
-    assert "<strong>4.00 s</strong> from\n    the request" in html and "(25.0%)" in html
+    assert "<strong>4 s</strong> from\n    the request" in html and "(25%)" in html
     figure = json.loads(
         re.search(r'aria-label="Job timeline by phase" data-chart=\'([^\']+)\'', html)
         .group(1)

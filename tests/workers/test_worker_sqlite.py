@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from contract.timeline import phase_seconds
-from tests.support import FAST_CONFIGS, SEED, Worker, make_settings, wait_for_run, wait_until
+from tests.support import FAST_CONFIGS, SEED, Worker, make_settings, submittable, wait_for_run, wait_until
 from webapp import create_app
 from workers.maintenance import purge_consumed_messages
 
@@ -83,7 +83,7 @@ def test_a_killed_worker_does_not_leave_its_run_running_forever(tmp_path):
     queued behind it is not lost: the next worker runs it."""
     settings = make_settings(tmp_path)
     client = create_app(settings).test_client()
-    hang = "import time\ntime.sleep(600)\n"  # the job sits in its load stage until the worker dies
+    hang = submittable("import time\ntime.sleep(600)\n")  # the job sits in its load stage until the worker dies
     with Worker(settings) as worker:
         run_id = client.post("/api/runs", json={"code": hang, "configs": ["eager"]}).get_json()["id"]
         wait_until(

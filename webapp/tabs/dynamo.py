@@ -1,5 +1,5 @@
 """The Dynamo tab: graph breaks beside the user's lines, each compiled frame's guards as a tree with the guards a
-later call failed, and the bytecode before and after Dynamo."""
+later call failed, and the bytecode before and after Dynamo. Reads the report's Dynamo model."""
 
 from __future__ import annotations
 
@@ -7,9 +7,16 @@ import re
 from collections import defaultdict
 
 from contract.compile_id import compile_key
-from contract.counts import COUNT_LABELS  # noqa: F401 - the tab's names for the report's counts
-from contract.graphs import graphs_of_tab  # noqa: F401 - the template lists the tab's graphs
+from contract.report import Dynamo, GraphBreak, Recompile
 from contract.userfile import is_user_file  # noqa: F401 - the template links the user's lines
+
+# Where compile ids first appear (the Dynamo tab, the graph titles), what one means, in a line and a tooltip.
+COMPILE_ID_LEDE = (
+    "Every graph, guard set and break is named by torch's compile id, frame/compile: 0/0 is the first frame "
+    "Dynamo compiled, compiled for the first time; 0/1 the same frame compiled again (a recompile); 1/0 the next "
+    "frame, such as the code after a graph break. A suffix, as in 0/0_1, numbers the attempt: Dynamo restarted "
+    "its analysis of that frame (after a graph break it traces the frame again up to the break)."
+)
 
 
 def source_context(code: str, line: int | None, around: int = 2) -> list[dict]:
@@ -23,51 +30,85 @@ def source_context(code: str, line: int | None, around: int = 2) -> list[dict]:
     ]
 
 
-def guards_by_compile_id(dynamo: dict) -> list[dict]:
+def short_code(code, limit: int = 40) -> str:
+    text = str(code or "").split("#", 1)[0].strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def short_reason(reason: str, limit: int = 72) -> str:
+    """The first clause of torch's reason for a break: "Unsupported Tensor.item() call with
+    capture_scalar_outputs=False"."""
+    text = re.split(r"(?<=[^.])\.(?:\s|$)|\n|:\s", str(reason or "").strip(), maxsplit=1)[0].strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def break_labels(breaks: list[GraphBreak]) -> list[str]:
+    """Each break as the page names it: "line 7 print(...)"; two different breaks on one line are told apart by
+    their reasons ("line 7 print(...): Unsupported Tensor.item() call ...")."""
+    per_line: defaultdict[tuple, int] = defaultdict(int)
+    for b in breaks:
+        per_line[(b.file, b.line)] += 1
+    labels = []
+    for b in breaks:
+        label = f"line {b.line} {short_code(b.code)}" if b.line else short_reason(b.reason)
+        if b.line and per_line[(b.file, b.line)] > 1:
+            label += f" ({short_reason(b.reason)})"
+        labels.append(label)
+    return labels
+
+
+def break_places(breaks: list[GraphBreak]) -> list[str]:
+    """Where the breaks are, one entry per line: "line 8 scale = y.sum().item()"; a line with several different
+    breaks names each: "line 7 print(...): Unsupported Tensor.item() call ... and Failed to trace builtin
+    operator"."""
+    by_line: dict = {}
+    for b in breaks:
+        by_line.setdefault((b.file, b.line) if b.line else id(b), []).append(b)
+    places = []
+    for group in by_line.values():
+        first = group[0]
+        if not first.line:
+            places.append(short_reason(first.reason))
+        elif len(group) == 1:
+            places.append(f"line {first.line} {short_code(first.code)}")
+        else:
+            reasons = " and ".join(short_reason(b.reason) for b in group)
+            places.append(f"line {first.line} {short_code(first.code)}: {len(group)} different breaks, {reasons}")
+    return places
+
+
+def guards_by_compile_id(dynamo: Dynamo) -> list[dict]:
     """Each compiled frame's guards, with the recompile (which guard failed) that led to it, if any, and the
     guards of this frame that a later call failed (``failed``: [{guard, recompile}], the recompile it caused).
     Joined on the compile key, so "0/1" and "0/1_1" meet."""
-    recompiles = defaultdict(list)
-    rejected = defaultdict(list)  # compile id of a rejected cache entry -> what failed in it
-    for recompile in dynamo.get("recompiles") or []:
-        recompiles[compile_key(recompile.get("compile_id"))].append(recompile)
-        for entry_id, guard in failed_guards(recompile):
-            rejected[compile_key(entry_id)].append({"guard": guard, "recompile": recompile.get("compile_id")})
-    rows = []
-    for guard in dynamo.get("guards") or []:
-        text = guard.get("text") or ""
-        count = guard.get("count")
+    recompiles: defaultdict[tuple | None, list[Recompile]] = defaultdict(list)
+    rejected: defaultdict[tuple | None, list[dict]] = defaultdict(list)  # a rejected cache entry -> what failed in it
+    for recompile in dynamo.recompiles:
+        recompiles[compile_key(recompile.compile_id)].append(recompile)
+        for entry_id, failed in failed_guards(recompile):
+            rejected[compile_key(entry_id)].append({"guard": failed, "recompile": recompile.compile_id})
+    rows: list[dict] = []
+    for guard in dynamo.guards:
         rows.append(
             {
-                "compile_id": guard.get("compile_id"),
-                "text": text.strip("\n"),
+                "compile_id": guard.compile_id,
+                "text": guard.text.strip("\n"),
                 # torch's own count where the report has it, else the guards (leaves) of the tree
-                "count": count
-                if isinstance(count, int)
-                else sum(root["count"] if root["children"] else 1 for root in guard_tree(text, [])[0]),
-                "recompiles": recompiles.pop(compile_key(guard.get("compile_id")), []),
-                "failed": rejected.get(compile_key(guard.get("compile_id")), []),
+                "count": guard.count
+                if guard.count is not None
+                else sum(root["count"] if root["children"] else 1 for root in guard_tree(guard.text, [])[0]),
+                "recompiles": recompiles.pop(compile_key(guard.compile_id), []),
+                "failed": rejected.get(compile_key(guard.compile_id), []),
             }
         )
     for orphans in recompiles.values():  # a recompile whose guards were not recorded
-        rows.append(
-            {"compile_id": orphans[0].get("compile_id"), "text": "", "count": 0, "recompiles": orphans, "failed": []}
-        )
+        rows.append({"compile_id": orphans[0].compile_id, "text": "", "count": 0, "recompiles": orphans, "failed": []})
     return rows
 
 
-def failed_guards(recompile: dict) -> list[tuple[str | None, str]]:
-    """(compile id of the cache entry whose guard failed, the failed guard in words) for one recompile: from
-    ``failed_guards`` where the report has it, else parsed from torch's reasons (``"0/0: tensor 'x' size
-    mismatch ..."``)."""
-    recorded = recompile.get("failed_guards")
-    if isinstance(recorded, list) and recorded:
-        return [(g.get("compile_id"), g.get("guard") or "") for g in recorded if isinstance(g, dict)]
-    out = []
-    for reason in recompile.get("reasons") or ([recompile["reason"]] if recompile.get("reason") else []):
-        match = re.match(r"^(\d+/\d+(?:_\d+)?): (.*)$", str(reason), re.S)
-        out.append((match.group(1), match.group(2)) if match else (None, str(reason)))
-    return out
+def failed_guards(recompile: Recompile) -> list[tuple[str | None, str]]:
+    """(compile id of the cache entry whose guard failed, the failed guard in words) for one recompile."""
+    return [(g.compile_id, g.guard) for g in recompile.failed_guards]
 
 
 _GUARD_LINE = re.compile(r"^((?:\| )*)\+- (.*)$")
@@ -77,7 +118,9 @@ def guard_tree(text: str, failed: list[dict]) -> tuple[list[dict], list[dict]]:
     """Dynamo's guard tree dump as nested nodes {label, text, where, kind, children, count, failed, open}, and
     the leaves that match a failed guard (a tensor's size/stride/dtype mismatch matches its TENSOR_MATCH; any
     other guard matches the line that holds its expression). Folds leading to a failed guard are open."""
-    roots, stack, leaves = [], [], []
+    roots: list[dict] = []
+    stack: list[dict] = []
+    leaves: list[dict] = []
     for line in text.splitlines():
         match = _GUARD_LINE.match(line)
         if not match:
@@ -89,7 +132,7 @@ def guard_tree(text: str, failed: list[dict]) -> tuple[list[dict], list[dict]]:
         label, sep, rest = body.partition(": ")
         if not sep or not re.match(r"^[A-Za-z_]+$", label):
             label, rest = body.strip(), ""
-        node = {
+        node: dict = {
             "label": label,
             "text": rest.strip(),
             "where": where.strip().replace("  # ", " · "),
@@ -152,7 +195,7 @@ def compact_bytecode(text: str) -> str:
     return "\n".join(out)
 
 
-def find_part(section: dict, kind: str, key: str) -> dict | None:
+def find_part(section: Dynamo, kind: str, key: str) -> dict | None:
     """One lazily drawn part of the Dynamo tab: guards/INDEX (into guards_by_compile_id), one frame's guard tree."""
     if kind == "guards":
         row = guards_by_compile_id(section)[int(key)]

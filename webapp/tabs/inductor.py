@@ -1,5 +1,5 @@
 """The Inductor tab: generated kernels by time with bandwidth and roofline share, fusion decisions grouped by reason
-in words, the scheduler IR before and after fusion as one diff."""
+in words, the scheduler IR before and after fusion as one diff. Reads the report's Inductor (and Runtime) models."""
 
 from __future__ import annotations
 
@@ -7,67 +7,82 @@ import re
 
 from contract import graphs
 from contract.compile_id import compile_key
-from contract.counts import COUNT_LABELS  # noqa: F401 - the tab's names for the report's counts
-from contract.graphs import graphs_of_tab  # noqa: F401 - the template lists the tab's graphs
+from contract.report import Inductor, Runtime
+from webapp.numbers import data_size, figure, rate
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
-# environment.device_name: the denominator of a kernel's "roofline share". H200: 4.27 TB/s, a device-to-device
-# copy measured on the project's H200 (shared/notes/gpu-baseline.md). Reports since issue 9 carry the worker's own
-# measured bandwidth (runtime.memory_bandwidth, CPU too), which takes precedence.
+# environment.device_name: the denominator of a kernel's "roofline share" in reports without the worker's own
+# measured bandwidth (runtime.memory_bandwidth, since issue 9, CPU too). H200: 4.27 TB/s, a device-to-device copy
+# measured on the project's H200 (shared/notes/gpu-baseline.md).
 COPY_BANDWIDTH_CEILINGS = {"H200": 4.27e12}
 
 
-def kernel_rows(inductor: dict, runtime: dict, device_name: str | None) -> list[dict]:
-    """Generated kernels, slowest first (measured per step by the profiler), with bandwidth where bytes are known;
-    the roofline share is against the worker's measured copy bandwidth (runtime.memory_bandwidth), else the
-    device's known ceiling."""
-    profile = {row.get("kernel"): row for row in runtime.get("kernel_profile") or [] if row.get("kernel")}
-    measured_bandwidth = (runtime.get("memory_bandwidth") or {}).get("bytes_per_s")
-    ceiling = (
-        measured_bandwidth
-        if isinstance(measured_bandwidth, (int, float)) and measured_bandwidth > 0
-        else copy_bandwidth_ceiling(device_name)
-    )
-    kernels = inductor.get("kernels") or []
+def bandwidth_ceiling(runtime: Runtime | None, device_name: str | None) -> dict | None:
+    """The one denominator of every kernel's roofline share, and the caption's words for it: {bytes_per_s, words}:
+    the worker's measured copy bandwidth where the report has it, else the device's known ceiling; None when
+    neither is known (then no share is shown)."""
+    measured = runtime.memory_bandwidth.bytes_per_s if runtime else None
+    if runtime and measured:
+        method = runtime.memory_bandwidth.method
+        return {
+            "bytes_per_s": measured,
+            "words": f"this worker's measured copy bandwidth, {rate(measured)}" + (f" ({method})" if method else ""),
+        }
+    known = next((value for key, value in COPY_BANDWIDTH_CEILINGS.items() if key in (device_name or "")), None)
+    if known:
+        return {"bytes_per_s": known, "words": f"the copy bandwidth measured on an {device_name}, {rate(known)}"}
+    return None
+
+
+def kernel_rows(inductor: Inductor, runtime: Runtime | None, device_name: str | None) -> list[dict]:
+    """Generated kernels, slowest first (measured per step by the profiler), with bandwidth where bytes are known
+    and its share of bandwidth_ceiling's one denominator: {kernel, index, bytes_accessed, total_ms, calls, share,
+    bandwidth, roofline_share, time, bandwidth_text, roofline_text, bytes_text}."""
+    profile = {row.kernel: row for row in (runtime.kernel_profile if runtime else []) if row.kernel}
+    ceiling = bandwidth_ceiling(runtime, device_name)
+    kernels = inductor.kernels
     # Inductor counts bytes for the whole compile (metrics.num_bytes_accessed); with one kernel they are its bytes.
-    total_bytes = (inductor.get("metrics") or {}).get("num_bytes_accessed")
-    rows = []
+    total_bytes = inductor.metrics.num_bytes_accessed
+    rows: list[dict] = []
     for index, kernel in enumerate(kernels):
-        measured = profile.get(kernel.get("name")) or {}
-        total_ms, calls = measured.get("total_ms"), measured.get("calls") or 0
-        bytes_accessed = kernel.get("bytes_accessed") or (total_bytes if len(kernels) == 1 else None)
+        measured = profile.get(kernel.name)
+        total_ms, calls = (measured.total_ms, measured.calls) if measured else (None, 0)
+        bytes_accessed = kernel.bytes_accessed or (total_bytes if len(kernels) == 1 else None)
         bandwidth = bytes_accessed * calls / (total_ms / 1e3) if bytes_accessed and total_ms and calls else None
+        roofline = bandwidth / ceiling["bytes_per_s"] if bandwidth and ceiling else None
         rows.append(
             {
-                **kernel,
+                "kernel": kernel,
+                "name": kernel.name,
                 "index": index,
                 "bytes_accessed": bytes_accessed,
                 "total_ms": total_ms,
                 "calls": calls or None,
-                "share": measured.get("share"),
+                "share": measured.share if measured else None,
                 "bandwidth": bandwidth,
-                "roofline_share": bandwidth / ceiling if bandwidth and ceiling else None,
+                "roofline_share": roofline,
+                "bandwidth_text": rate(bandwidth) if bandwidth else None,
+                "roofline_text": f"{figure(100 * roofline)}%" if roofline is not None else None,
+                # Beyond the copy bandwidth a kernel's data came from a cache, not from memory.
+                "above_ceiling": roofline is not None and roofline > 1,
+                "bytes_text": data_size(bytes_accessed) if bytes_accessed else None,
             }
         )
-    rows.sort(key=lambda row: (row["total_ms"] is None, -(row["total_ms"] or 0), row.get("name") or ""))
+    rows.sort(key=lambda row: (row["total_ms"] is None, -(row["total_ms"] or 0), row["name"]))
     return rows
 
 
-def copy_bandwidth_ceiling(device_name: str | None) -> float | None:
-    return next((value for key, value in COPY_BANDWIDTH_CEILINGS.items() if key in (device_name or "")), None)
-
-
-def other_profiled_ops(runtime: dict, limit: int = 12) -> list[dict]:
+def other_profiled_ops(runtime: Runtime | None, limit: int = 12) -> list:
     """What the step spent outside generated kernels (library calls such as aten::mm), by time."""
-    rows = [row for row in runtime.get("kernel_profile") or [] if not row.get("generated")]
-    return sorted(rows, key=lambda row: -(row.get("total_ms") or 0))[:limit]
+    rows = [row for row in (runtime.kernel_profile if runtime else []) if not row.generated]
+    return sorted(rows, key=lambda row: -row.total_ms)[:limit]
 
 
-def graph_id_of_kernel(inductor: dict, kernel: dict) -> str | None:
-    """The post-grad graph a kernel was generated from (same compile id and forward/backward kind)."""
-    key = compile_key(kernel.get("compile_id"))
-    for i, graph in enumerate(inductor.get("post_grad_graphs") or []):
-        if compile_key(graph.get("compile_id")) == key and graph.get("kind") == kernel.get("graph_kind"):
+def graph_id_of_kernel(inductor: Inductor, compile_id: str | None, graph_kind: str | None) -> str | None:
+    """The post-grad graph a kernel (or a fusion decision) was generated from: the same compile and graph kind."""
+    key = compile_key(compile_id)
+    for i, graph in enumerate(inductor.post_grad_graphs):
+        if compile_key(graph.compile_id) == key and graph.kind == graph_kind:
             return graphs.post_grad_graph(i)
     return None
 
@@ -82,54 +97,54 @@ FUSION_REASONS = {
 }
 
 
-def fusion_groups(inductor: dict) -> list[dict]:
+def fusion_groups(inductor: Inductor) -> list[dict]:
     """Fusion decisions per graph (compile id, forward/backward), grouped by what was decided and why, in words,
-    most frequent first: {compile_id, kind, graph_id, fused, not_fused, groups: [{action, reason, words, count,
-    decisions}]}. Each decision names its two scheduler nodes (opN) with the graph nodes and kernel of each."""
-    kernel_of = {}
-    for kernel in inductor.get("kernels") or []:
-        for node in kernel.get("source_nodes") or []:
-            kernel_of.setdefault((kernel.get("compile_id"), kernel.get("graph_kind"), node), kernel.get("name"))
-    graphs: dict[tuple, dict] = {}
-    for decision in inductor.get("fusion_decisions") or []:
-        key = (decision.get("compile_id"), decision.get("kind"))
-        graph = graphs.setdefault(
+    most frequent first: {compile_id, kind, graph_id, fused, not_fused, groups: [{action, reason, words, pairs,
+    weighed, decisions}]}: ``pairs`` distinct pairs of scheduler nodes, ``weighed`` the times Inductor weighed them.
+    Each decision names its two scheduler nodes (opN) with the graph nodes and kernel of each."""
+    kernel_of: dict[tuple, str] = {}
+    for kernel in inductor.kernels:
+        for node in kernel.source_nodes:
+            kernel_of.setdefault((kernel.compile_id, kernel.graph_kind, node), kernel.name)
+    by_graph: dict[tuple, dict] = {}
+    for decision in inductor.fusion_decisions:
+        key = (decision.compile_id, decision.kind)
+        graph = by_graph.setdefault(
             key,
             {
                 "compile_id": key[0],
                 "kind": key[1],
                 "fused": 0,
                 "not_fused": 0,
-                "graph_id": graph_id_of_kernel(inductor, {"compile_id": key[0], "graph_kind": key[1]}),
+                "graph_id": graph_id_of_kernel(inductor, *key),
                 "by_reason": {},
             },
         )
-        count = decision.get("count") or 1
-        action = "fused" if decision.get("action") == "fused" else "not_fused"
-        graph[action] += count
-        reason = None if action == "fused" else decision.get("reason") or "no reason recorded"
+        action = decision.action
+        graph[action] += decision.count
+        reason = None if action == "fused" else decision.reason or "no reason recorded"
         group = graph["by_reason"].setdefault(
             (action, reason),
             {
                 "action": action,
                 "reason": reason,
-                "count": 0,
+                "weighed": 0,
                 "decisions": [],
-                "words": "fused" if action == "fused" else f"not fused: {FUSION_REASONS.get(reason, reason)}",
+                "words": "fused" if reason is None else f"not fused: {FUSION_REASONS.get(reason, reason)}",
             },
         )
-        group["count"] += count
+        group["weighed"] += decision.count
         group["decisions"].append(
             {
-                "first": _fusion_side(decision.get("first"), decision.get("first_ops"), key, kernel_of),
-                "second": _fusion_side(decision.get("second"), decision.get("second_ops"), key, kernel_of),
-                "count": count,
+                "first": _fusion_side(decision.first, decision.first_ops, key, kernel_of),
+                "second": _fusion_side(decision.second, decision.second_ops, key, kernel_of),
+                "count": decision.count,
             }
         )
     out = []
-    for graph in graphs.values():
-        groups = sorted(graph.pop("by_reason").values(), key=lambda g: (g["action"] != "fused", -g["count"]))
-        out.append({**graph, "groups": groups})
+    for graph in by_graph.values():
+        groups = sorted(graph.pop("by_reason").values(), key=lambda g: (g["action"] != "fused", -len(g["decisions"])))
+        out.append({**graph, "groups": [{**g, "pairs": len(g["decisions"])} for g in groups]})
     return out
 
 
@@ -140,17 +155,17 @@ def _fusion_side(name, ops, graph_key: tuple, kernel_of: dict) -> dict:
     return {"name": name, "ops": ops, "kernels": kernels}
 
 
-def ir_pairs(inductor: dict) -> list[dict]:
+def ir_pairs(inductor: Inductor) -> list[dict]:
     """Scheduler IR before and after fusion, matched by compile id and graph kind."""
-    after = {(compile_key(ir.get("compile_id")), ir.get("kind")): ir for ir in inductor.get("ir_post_fusion") or []}
+    after = {(compile_key(ir.compile_id), ir.kind): ir for ir in inductor.ir_post_fusion}
     return [
         {
-            "compile_id": ir.get("compile_id"),
-            "kind": ir.get("kind"),
-            "before": ir.get("text") or "",
-            "after": (after.get((compile_key(ir.get("compile_id")), ir.get("kind"))) or {}).get("text") or "",
+            "compile_id": ir.compile_id,
+            "kind": ir.kind,
+            "before": ir.text,
+            "after": match.text if (match := after.get((compile_key(ir.compile_id), ir.kind))) else "",
         }
-        for ir in inductor.get("ir_pre_fusion") or []
+        for ir in inductor.ir_pre_fusion
     ]
 
 
@@ -162,7 +177,8 @@ def ir_nodes(text: str) -> list[dict]:
     """The scheduler nodes of one IR dump (Inductor's ir_pre_fusion / ir_post_fusion), in order: {name, type,
     members (the opN a fused node is made of), buffers (those it writes), text (its own lines)}. A fused node's
     members (each printed after a ``NAME.snodes[i] =`` line) belong to it, not to the top level."""
-    nodes, previous, in_members = [], "", False
+    nodes: list[dict] = []
+    previous, in_members = "", False
     for line in text.splitlines():
         match = _IR_NODE.match(line)
         if match and not previous.rstrip().endswith("] ="):
@@ -194,33 +210,33 @@ def fused_node_count(text: str) -> int:
     return len(re.findall(r"^\w+: \w*Fused\w*\(", text, re.M))
 
 
-def ir_diff(inductor: dict, pair: dict) -> list[dict]:
+def ir_diff(inductor: Inductor, pair: dict) -> list[dict]:
     """IR before against after fusion, one row per scheduler node after fusion: {name, type, fused (it merged
     several nodes), members [{name, ops}], buffers [{name, node (the graph node computing it)}], kernel, before
     (the members' IR), after (its own)}."""
     before = {node["name"]: node for node in ir_nodes(pair["before"])}
-    ops_of, node_of_buffer = {}, {}
-    for scheduler in inductor.get("scheduler") or []:  # each opN's graph nodes, where the report has them
-        if (scheduler.get("compile_id"), scheduler.get("kind")) == (pair["compile_id"], pair["kind"]):
-            for name, node in (scheduler.get("nodes") or {}).items():
-                ops_of[name] = list(dict.fromkeys(node.get("origins") or []))
-                for buffer in node.get("writes") or []:
+    ops_of: dict[str, list[str]] = {}
+    node_of_buffer: dict[str, str] = {}
+    graph = (pair["compile_id"], pair["kind"])
+    for scheduler in inductor.scheduler:  # each opN's graph nodes, where the report has them
+        if (scheduler.compile_id, scheduler.kind) == graph:
+            for name, snode in scheduler.nodes.items():
+                ops_of[name] = list(dict.fromkeys(snode.origins))
+                for buffer in snode.writes:
                     if ops_of[name]:
                         node_of_buffer.setdefault(buffer, ops_of[name][-1])
-    for decision in inductor.get("fusion_decisions") or []:
-        if (decision.get("compile_id"), decision.get("kind")) == (pair["compile_id"], pair["kind"]):
-            for side in ("first", "second"):
-                name = decision.get(side)
-                if isinstance(name, str) and "_" not in name:
-                    ops_of.setdefault(name, list(dict.fromkeys(decision.get(f"{side}_ops") or [])))
-    kernel_of = {}
-    for kernel in inductor.get("kernels") or []:
-        if (kernel.get("compile_id"), kernel.get("graph_kind")) == (pair["compile_id"], pair["kind"]):
-            for buffer in kernel.get("writes") or []:
-                kernel_of.setdefault(buffer, kernel.get("name"))
-    rows = []
+    for decision in inductor.fusion_decisions:
+        if (decision.compile_id, decision.kind) == graph:
+            for name, ops in ((decision.first, decision.first_ops), (decision.second, decision.second_ops)):
+                if "_" not in name:
+                    ops_of.setdefault(name, list(dict.fromkeys(ops)))
+    kernel_of: dict[str, str] = {}
+    for kernel in inductor.kernels:
+        if (kernel.compile_id, kernel.graph_kind) == graph:
+            for buffer in kernel.writes:
+                kernel_of.setdefault(buffer, kernel.name)
+    rows: list[dict] = []
     for node in ir_nodes(pair["after"]):
-        kernel = next((kernel_of[b] for b in node["buffers"] if b in kernel_of), None)
         rows.append(
             {
                 "name": node["name"],
@@ -228,7 +244,7 @@ def ir_diff(inductor: dict, pair: dict) -> list[dict]:
                 "fused": len(node["members"]) > 1,
                 "members": [{"name": m, "ops": ops_of.get(m, [])} for m in node["members"]],
                 "buffers": [{"name": b, "node": node_of_buffer.get(b)} for b in node["buffers"]],
-                "kernel": kernel,
+                "kernel": next((kernel_of[b] for b in node["buffers"] if b in kernel_of), None),
                 "after": node["text"],
                 "before": "\n\n".join(before[m]["text"] for m in node["members"] if m in before),
             }
@@ -240,12 +256,12 @@ def ir_diff(inductor: dict, pair: dict) -> list[dict]:
 FUSION_PAGE = 150
 
 
-def find_part(section: dict, kind: str, key: str) -> dict | None:
-    """One lazily drawn part of the Inductor tab: kernel/NAME, fusion/GRAPH-GROUP[-START] (indexes into
+def find_part(section: Inductor, kind: str, key: str) -> dict | None:
+    """One lazily drawn part of the Inductor tab: kernel/INDEX, fusion/GRAPH-GROUP[-START] (indexes into
     fusion_groups), ir/INDEX (into ir_pairs), irnode/INDEX-NAME; None if there is no such part."""
     if kind == "kernel":
-        kernel = (section.get("kernels") or [])[int(key)]
-        return {"kernel": kernel, "graph_id": graph_id_of_kernel(section, kernel)}
+        kernel = section.kernels[int(key)]
+        return {"kernel": kernel, "graph_id": graph_id_of_kernel(section, kernel.compile_id, kernel.graph_kind)}
     if kind == "fusion":
         graph_index, group_index = (int(n) for n in key.split("-")[:2])
         start = int(key.split("-")[2]) if key.count("-") == 2 else 0
@@ -262,14 +278,13 @@ def find_part(section: dict, kind: str, key: str) -> dict | None:
     if kind == "irnode":
         index, name = key.split("-", 1)
         pair = ir_pairs(section)[int(index)]
-        row = next(row for row in ir_diff(section, pair) if row["name"] == name)
-        return {"row": row}
+        return {"row": next(row for row in ir_diff(section, pair) if row["name"] == name)}
     if kind == "ir":
         pair = ir_pairs(section)[int(key)]
         return {
             "pair": pair,
             "rows": ir_diff(section, pair),
             "index": int(key),
-            "graph_id": graph_id_of_kernel(section, {"compile_id": pair["compile_id"], "graph_kind": pair["kind"]}),
+            "graph_id": graph_id_of_kernel(section, pair["compile_id"], pair["kind"]),
         }
     return None

@@ -1,74 +1,156 @@
 """The Runtime tab: the speedup ladder with its verdicts, compile time by stage (cold and warm), the compile and job
-timelines, time per kernel, GPU busy against wall time."""
+timelines, time per kernel, GPU busy against wall time. Reads the report's Runtime and Timeline models.
+
+Every page says a rung's outcome the one way ``outcome`` decides it: a figure is quoted as a speedup only when
+its confidence interval decides it (``speedup.decided``); an interval that lies wholly on one side of 1 decides
+the direction (slower in every round) even when it is too wide for a figure.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contract.report import Benchmark, Runtime, Timeline, TimelineSpan
+from webapp.numbers import figure, ms, seconds, times
 
 # A compiled step whose GPU is busy less than this share of its wall time waits on the host (Python, guards,
 # kernel launches): CUDA graphs (mode="reduce-overhead") remove most of that.
 HOST_BOUND_BUSY_SHARE = 0.5
+# The engine's verdict margins (contract Speedup.verdict): beyond them a speedup is faster or slower, not the same.
+FASTER_ABOVE, SLOWER_BELOW = 1.02, 0.98
 
 
-def speedup_text(benchmark: dict) -> str | None:
-    """A rung's speedup in words: the figure with its spread, or "not decided" when the spread does not decide it
-    (never a bare number). Reports from before issue 9 carry only a number: it is shown as undecided."""
-    speedup = benchmark.get("speedup")
-    if isinstance(speedup, dict) and speedup.get("text"):
-        return speedup["text"]
-    if isinstance(benchmark.get("speedup_vs_eager"), (int, float)):
-        return f"not decided: no spread recorded ({benchmark['speedup_vs_eager']:.2f}x from one median)"
-    return None
+@dataclass(frozen=True)
+class Outcome:
+    """What one rung's timing decides against plain eager.
+
+    kind: faster, slower, same (a decided figure: ``speedup.decided``); faster_every_round, slower_every_round
+    (the interval lies wholly past the margin but is too wide for a figure); undecided; baseline (eager itself);
+    failed; unmeasured (no speedup recorded)."""
+
+    kind: str
+    words: str
+    """the outcome in words, for a table cell or a headline"""
+
+    @property
+    def direction(self) -> str | None:
+        """faster, slower or same when the rounds decide it, else None."""
+        return {"faster_every_round": "faster", "slower_every_round": "slower"}.get(
+            self.kind, self.kind if self.kind in ("faster", "slower", "same") else None
+        )
+
+    @property
+    def decided(self) -> bool:
+        """The figure itself is decided (it may be quoted)."""
+        return self.kind in ("faster", "slower", "same", "baseline")
 
 
-def speedup_decided(benchmark: dict) -> bool:
-    return bool((benchmark.get("speedup") or {}).get("decided"))
+def outcome(benchmark: Benchmark) -> Outcome:
+    if benchmark.config == "eager":
+        return Outcome("baseline", "the baseline")
+    if benchmark.status != "ok":
+        return Outcome("failed", "failed")
+    speedup = benchmark.speedup
+    if speedup is None or speedup.value is None:
+        return Outcome("unmeasured", "not measured")
+    if speedup.decided:
+        return Outcome(speedup.verdict or "same", speedup.text or f"{times(speedup.value)}")
+    spread = f"{figure(speedup.low)}-{times(speedup.high)}" if speedup.low is not None else None
+    rounds = f" over {benchmark.rounds} rounds" if benchmark.rounds else ""
+    # With 7 rounds the interval is the rounds' whole range: past the margin, every round was.
+    every = "in every round" if (benchmark.rounds or 0) <= 7 else "with 90% confidence"
+    if speedup.high is not None and speedup.high < SLOWER_BELOW:
+        return Outcome(
+            "slower_every_round", f"slower than eager {every} ({spread}{rounds}); by how much is not decided"
+        )
+    if speedup.low is not None and speedup.low > FASTER_ABOVE:
+        return Outcome(
+            "faster_every_round", f"faster than eager {every} ({spread}{rounds}); by how much is not decided"
+        )
+    return Outcome("undecided", speedup.text or "not decided")
+
+
+def speedup_text(benchmark: Benchmark) -> str | None:
+    """A rung's speedup in words: the figure with its spread, or "not decided" with why (never a bare number)."""
+    return outcome(benchmark).words if benchmark.speedup is not None or benchmark.config == "eager" else None
+
+
+def speedup_decided(benchmark: Benchmark) -> bool:
+    return outcome(benchmark).decided
 
 
 NOTABLE_PAGE_FAULTS = 50  # per step: a step that faults in this many pages pays for it in time
 
 
-def page_fault_notes(benchmarks: list[dict]) -> list[str]:
+def page_fault_notes(benchmarks: list[Benchmark]) -> list[str]:
     """Rungs whose step faults pages in again and again, in words (most steps fault none)."""
     return [
-        f"{b['config']}: {b['page_faults_per_step']:,.0f} page faults per step: memory the allocator returned to "
+        f"{b.config}: {b.page_faults_per_step:,.0f} page faults per step: memory the allocator returned to "
         "the OS and takes back each step, which this step's time includes."
         for b in benchmarks
-        if isinstance(b.get("page_faults_per_step"), (int, float)) and b["page_faults_per_step"] >= NOTABLE_PAGE_FAULTS
+        if b.page_faults_per_step is not None and b.page_faults_per_step >= NOTABLE_PAGE_FAULTS
     ]
 
 
-def cudagraph_note(benchmark: dict) -> str | None:
+def cudagraph_note(benchmark: Benchmark) -> str | None:
     """The rung's CUDA-graph status in a few words, for beside its bar."""
-    cg = benchmark.get("cudagraphs") or {}
-    status = cg.get("status")
+    status = benchmark.cudagraphs.status
     if status in (None, "not_requested"):
         return None
     if status == "used":
-        n = cg.get("rerecords") or 0
+        n = benchmark.cudagraphs.rerecords or 0
         return "CUDA graphs used" + (f", re-recorded {n}x" if n else "")
     if status == "skipped":
         return "CUDA graphs skipped"
     return "no CUDA graphs (CPU)"
 
 
-def runtime_headline(runtime: dict) -> list[str]:
+def benchmark_rows(runtime: Runtime) -> dict:
+    """The ladder's table: {rows, gpu_busy (any rung has a GPU-busy time)}. Each row: the rung, its figures
+    formatted for people and its outcome. A config's name, what it runs and its CUDA-graph status share one cell,
+    a median, its spread and GPU-busy time another, correctness and the largest error a third: six columns, which
+    fit beside the source pane at 1280 px."""
+    rows = []
+    for b in runtime.benchmarks:
+        c = b.correctness
+        correctness = None
+        if c is not None and c.verdict:
+            correctness = c.verdict + (f" (tol {c.atol:.0e})" if c.atol is not None else "")
+            if c.verdict != "match" and c.reason:
+                correctness += f": {c.reason}"
+        rows.append(
+            {
+                "benchmark": b,
+                "outcome": outcome(b),
+                "median": ms(b.median_ms) if b.median_ms is not None else None,
+                "spread": f"{figure(b.p10_ms)}-{ms(b.p90_ms)}" if b.p10_ms is not None else None,
+                "latency": ms(b.latency_ms) if b.latency_ms is not None else None,
+                "first_call": ms(b.first_call_ms) if b.first_call_ms is not None else None,
+                "correctness": correctness,
+                "max_error": f"{b.max_abs_error:.2g}" if b.max_abs_error is not None else None,
+                "cudagraphs": b.cudagraphs.status.replace("_", " ")
+                if b.cudagraphs.status not in (None, "not_requested")
+                else None,
+                "gpu_busy": ms(b.gpu_busy_ms) if b.gpu_busy_ms is not None else None,
+            }
+        )
+    return {"rows": rows, "gpu_busy": any(row["gpu_busy"] for row in rows)}
+
+
+def runtime_headline(runtime: Runtime) -> list[str]:
     """The Runtime tab's opening sentences: correctness first (where the ladder diverges), then what was timed and
     how noisy the machine was."""
     lines = []
-    correctness = runtime.get("correctness") or {}
-    if correctness.get("text"):
-        lines.append(correctness["text"])
-    mode = runtime.get("mode") or {}
-    if mode.get("kind"):
-        lines.append(f"Timed as {mode['kind']}" + (f" ({mode['reason']})." if mode.get("reason") else "."))
-    load = runtime.get("load") or {}
-    if load.get("text"):
-        lines.append(f"Machine {load['text']}.")
-    undecided = [
-        b["config"]
-        for b in runtime.get("benchmarks") or []
-        if b.get("status") == "ok" and b.get("config") != "eager" and not speedup_decided(b)
-    ]
-    if undecided and load.get("contended"):
+    if runtime.correctness.text:
+        lines.append(runtime.correctness.text)
+    if runtime.mode.kind:
+        lines.append(f"Timed as {runtime.mode.kind}" + (f" ({runtime.mode.reason})." if runtime.mode.reason else "."))
+    if runtime.load.text:
+        lines.append(f"Machine {runtime.load.text}.")
+    outcomes = [(b.config, outcome(b)) for b in runtime.benchmarks if b.status == "ok" and b.config != "eager"]
+    lines += [f"{config}: {o.words}." for config, o in outcomes if o.kind.endswith("_every_round")]
+    undecided = [config for config, o in outcomes if o.kind == "undecided"]
+    if undecided and runtime.load.contended:
         lines.append(
             f"Speedup not decided for {', '.join(undecided)}: other processes took the cores the step needs in "
             "every round, so no figure of this run is a quiet machine's."
@@ -81,32 +163,39 @@ def runtime_headline(runtime: dict) -> list[str]:
     return lines
 
 
-def ladder_chart(benchmarks: list[dict]) -> dict | None:
-    """Speedup over plain eager per config (median of paired rounds), a 90% confidence interval of it as error bars; an
-    undecided speedup is drawn pale and labelled so, and each rung's CUDA-graph status sits beside its bar."""
-    rows = [b for b in benchmarks if b.get("status") == "ok" and b.get("median_ms")]
-    eager = next((b for b in rows if b.get("config") == "eager"), None)
+def ladder_chart(benchmarks: list[Benchmark]) -> dict | None:
+    """Speedup over plain eager per config (median of paired rounds), a 90% confidence interval of it as error
+    bars; an undecided speedup is drawn pale and labelled so, and each rung's CUDA-graph status sits beside its
+    bar."""
+    rows = [b for b in benchmarks if b.status == "ok" and b.median_ms]
+    eager = next((b for b in rows if b.config == "eager"), None)
     if not eager or not rows:
         return None
-    base = eager["median_ms"]
-    speedups, high, low = [], [], []
+    base = eager.median_ms or 0.0
+    speedups: list[float] = []
+    high: list[float] = []
+    low: list[float] = []
+    labels: list[str] = []
     for b in rows:
-        s = b.get("speedup") if isinstance(b.get("speedup"), dict) else None
-        value = s["value"] if s and s.get("value") is not None else base / b["median_ms"]
+        s = b.speedup
+        value = s.value if s and s.value is not None else base / (b.median_ms or 1.0)
         speedups.append(value)
-        high.append((s["high"] - value) if s and s.get("high") is not None else 0)
-        low.append((value - s["low"]) if s and s.get("low") is not None else 0)
-    labels = []
-    for b, value in zip(rows, speedups):
-        label = f"{value:.2f}×" if speedup_decided(b) or b["config"] == "eager" else f"not decided ({value:.2f}×)"
+        high.append(s.high - value if s and s.high is not None else 0)
+        low.append(value - s.low if s and s.low is not None else 0)
+        decided = outcome(b)
+        label = (
+            times(value)
+            if decided.decided
+            else (f"{decided.direction} ({times(value)})" if decided.direction else f"not decided ({times(value)})")
+        )
         note = cudagraph_note(b)
         labels.append(f"{label}<br>{note}" if note else label)
-    colors = ["#9aa5b1" if b["config"] == "eager" else "#b8460b" if speedup_decided(b) else "#e3b89c" for b in rows]
+    colors = ["#9aa5b1" if b.config == "eager" else "#b8460b" if speedup_decided(b) else "#e3b89c" for b in rows]
     return {
         "data": [
             {
                 "type": "bar",
-                "x": [b["config"] for b in rows],
+                "x": [b.config for b in rows],
                 "y": speedups,
                 "text": labels,
                 "textposition": "inside",
@@ -155,9 +244,10 @@ CACHES = (("fx_graph", "FX graph cache"), ("aot_autograd", "AOTAutograd cache"),
 
 
 def exclusive_compile_seconds(compile_seconds: dict) -> dict:
-    """runtime.compile_seconds with stages that add up to the total. Reports stored before the stages were exclusive
-    (no "other": null once validated) counted the backward's Inductor time in inductor/codegen as well as in backward: there the
-    forward's Inductor and code generation are shown as one stage, the backward taken out of it."""
+    """runtime.compile_seconds (as a dict) with stages that add up to the total. Reports stored before the stages
+    were exclusive (no "other": null once validated) counted the backward's Inductor time in inductor/codegen as
+    well as in backward: there the forward's Inductor and code generation are shown as one stage, the backward
+    taken out of it."""
     if not compile_seconds or compile_seconds.get("other") is not None or compile_seconds.get("total") is None:
         return compile_seconds or {}
     legacy = dict(compile_seconds)
@@ -166,24 +256,31 @@ def exclusive_compile_seconds(compile_seconds: dict) -> dict:
     return legacy
 
 
-def compile_runs(runtime: dict) -> list[dict]:
+def compile_runs(runtime: Runtime) -> list[dict]:
     """Each compile of the same model that was timed, as {key, label, status, reason, seconds, caches}: the recorded
     (cold) compile and, where measured, the warm ones (runtime.compile_cache)."""
-    cache = runtime.get("compile_cache") or {}
     runs = []
     for key, label in COMPILE_RUNS:
-        entry = cache.get(key) or ({"seconds": runtime.get("compile_seconds")} if key == "cold" else None)
-        if not entry:
+        entry = getattr(runtime.compile_cache, key)
+        if key == "cold":  # the recorded compile: its seconds are the runtime's own where no cold entry was kept
+            status, reason, wall = "ok", None, None
+            compile_seconds = entry.seconds if entry else runtime.compile_seconds
+        elif entry is None:
             continue
+        else:
+            status, reason, wall, compile_seconds = entry.status, entry.reason, entry.wall_seconds, entry.seconds
         runs.append(
             {
                 "key": key,
                 "label": label,
-                "status": entry.get("status", "ok"),
-                "reason": entry.get("reason"),
-                "seconds": {"total": None, **exclusive_compile_seconds(entry.get("seconds"))},
-                "caches": entry.get("caches") or {},
-                "wall_seconds": entry.get("wall_seconds"),
+                "status": status,
+                "reason": reason,
+                "seconds": {
+                    "total": None,
+                    **exclusive_compile_seconds(compile_seconds.model_dump() if compile_seconds else {}),
+                },
+                "caches": entry.caches if entry and entry.caches else None,
+                "wall_seconds": wall,
             }
         )
     return runs
@@ -198,15 +295,15 @@ def compile_stage_table(runs: list[dict]) -> list[dict]:
             continue
         cells = []
         for run in runs:
-            seconds, total = run["seconds"].get(key), run["seconds"].get("total")
+            value, total = run["seconds"].get(key), run["seconds"].get("total")
             cells.append(
-                {"seconds": seconds, "share": seconds / total if isinstance(seconds, (int, float)) and total else None}
+                {"seconds": value, "share": value / total if isinstance(value, (int, float)) and total else None}
             )
         rows.append({"key": key, "label": label, "cells": cells})
     return rows
 
 
-def compile_stage_chart(runtime: dict) -> dict | None:
+def compile_stage_chart(runtime: Runtime) -> dict | None:
     """One stacked bar per timed compile (cold, and warm where measured): the segments are exclusive stages, so a
     bar's length is its total."""
     runs = [run for run in compile_runs(runtime) if run["status"] == "ok" and run["seconds"].get("total")]
@@ -233,7 +330,7 @@ def compile_stage_chart(runtime: dict) -> dict | None:
         "y": labels,
         "x": [run["seconds"]["total"] for run in runs],
         "textposition": "middle right",
-        "text": [f"{run['seconds']['total']:.2f} s" for run in runs],
+        "text": [seconds(run["seconds"]["total"]) for run in runs],
         "hoverinfo": "skip",
     }
     longest = max(run["seconds"]["total"] for run in runs)
@@ -255,18 +352,16 @@ def compile_stage_chart(runtime: dict) -> dict | None:
     }
 
 
-def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:
+def timeline_chart(timeline: list[TimelineSpan], limit: int = 80) -> dict | None:
     """The compile as a Gantt chart: one row per traced event, indented by nesting depth, longest kept."""
-    events = [e for e in timeline if isinstance(e.get("dur_ms"), (int, float))]
+    events = list(timeline)
     if not events:
         return None
     if len(events) > limit:
-        keep = {id(e) for e in sorted(events, key=lambda e: -e["dur_ms"])[:limit]}
+        keep = {id(e) for e in sorted(events, key=lambda e: -e.dur_ms)[:limit]}
         events = [e for e in events if id(e) in keep]
-    events.sort(key=lambda e: (e.get("start_ms") or 0, e.get("depth") or 0))
-    labels = [
-        f"{'· ' * (e.get('depth') or 0)}{e.get('name')} [{e.get('compile_id')}] #{i}" for i, e in enumerate(events)
-    ]
+    events.sort(key=lambda e: (e.start_ms, e.depth))
+    labels = [f"{'· ' * e.depth}{e.name} [{e.compile_id}] #{i}" for i, e in enumerate(events)]
     palette = ["#3f6ea5", "#b8460b", "#1f7a3a", "#8e5bd0", "#c0392b", "#2c8c99", "#a07d00"]
     return {
         "data": [
@@ -274,10 +369,10 @@ def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:
                 "type": "bar",
                 "orientation": "h",
                 "y": labels,
-                "x": [e["dur_ms"] for e in events],
-                "base": [e.get("start_ms") or 0 for e in events],
-                "marker": {"color": [palette[(e.get("depth") or 0) % len(palette)] for e in events]},
-                "customdata": [[e.get("name"), e["dur_ms"]] for e in events],
+                "x": [e.dur_ms for e in events],
+                "base": [e.start_ms for e in events],
+                "marker": {"color": [palette[e.depth % len(palette)] for e in events]},
+                "customdata": [[e.name, e.dur_ms] for e in events],
                 "hovertemplate": "%{customdata[0]}: %{customdata[1]:.1f} ms<extra></extra>",
             }
         ],
@@ -294,28 +389,27 @@ def timeline_chart(timeline: list[dict], limit: int = 80) -> dict | None:
 SIDE_COLORS = {"web": "#68717d", "worker": "#2c8c99", "parent": "#3f6ea5", "child": "#b8460b"}
 
 
-def job_timeline_chart(timeline: dict) -> dict | None:
+def job_timeline_chart(timeline: Timeline) -> dict | None:
     """The job's wall time as a Gantt chart: one row per phase in time order (parts of a phase indented below
     it), coloured by the side that measured it; untracked gaps in light grey."""
-    phases = [p for p in timeline.get("phases") or [] if isinstance(p.get("start_s"), (int, float))]
+    phases = timeline.phases
     if not phases:
         return None
     traces = []
     for side, color in SIDE_COLORS.items():
-        mine = [(i, p) for i, p in enumerate(phases) if p.get("side") == side]
+        mine = [(i, p) for i, p in enumerate(phases) if p.side == side]
         if not mine:
             continue
-        colors = ["#d5d9de" if p["phase"] == "untracked" else color for _, p in mine]
         traces.append(
             {
                 "type": "bar",
                 "orientation": "h",
                 "name": side,
                 "y": [_phase_label(i, p) for i, p in mine],
-                "x": [max(p["end_s"] - p["start_s"], 0.001) for _, p in mine],
-                "base": [p["start_s"] for _, p in mine],
-                "marker": {"color": colors},
-                "customdata": [[p["phase"], p["end_s"] - p["start_s"], p["start_s"]] for _, p in mine],
+                "x": [max(p.end_s - p.start_s, 0.001) for _, p in mine],
+                "base": [p.start_s for _, p in mine],
+                "marker": {"color": ["#d5d9de" if p.phase == "untracked" else color for _, p in mine]},
+                "customdata": [[p.phase, p.end_s - p.start_s, p.start_s] for _, p in mine],
                 "hovertemplate": "%{customdata[0]}: %{customdata[1]:.3f} s from %{customdata[2]:.3f} s"
                 "<extra>" + side + "</extra>",
             }
@@ -328,8 +422,7 @@ def job_timeline_chart(timeline: dict) -> dict | None:
             "barmode": "overlay",
             "xaxis": {
                 "title": {
-                    "text": "seconds since "
-                    + ("the request" if timeline.get("origin") == "request" else "the job started")
+                    "text": "seconds since " + ("the request" if timeline.origin == "request" else "the job started")
                 }
             },
             "yaxis": {
@@ -344,16 +437,14 @@ def job_timeline_chart(timeline: dict) -> dict | None:
     }
 
 
-def _phase_label(index: int, phase: dict) -> str:
-    config = f" ({phase['config']})" if phase.get("config") else ""
-    prestart = "prestart: " if phase.get("ahead") else ""  # the prestarted child, before the job reached it
-    return f"{'· ' * (phase.get('depth') or 0)}{prestart}{phase['phase']}{config} #{index}"
+def _phase_label(index: int, phase) -> str:
+    config = f" ({phase.config})" if phase.config else ""
+    prestart = "prestart: " if phase.ahead else ""  # the prestarted child, before the job reached it
+    return f"{'· ' * phase.depth}{prestart}{phase.phase}{config} #{index}"
 
 
-def kernel_time_chart(kernel_profile: list[dict], limit: int = 20) -> dict | None:
-    rows = sorted(
-        (r for r in kernel_profile if isinstance(r.get("total_ms"), (int, float))), key=lambda r: -r["total_ms"]
-    )[:limit]
+def kernel_time_chart(runtime: Runtime, limit: int = 20) -> dict | None:
+    rows = sorted(runtime.kernel_profile, key=lambda r: -r.total_ms)[:limit]
     if not rows:
         return None
     return {
@@ -361,10 +452,10 @@ def kernel_time_chart(kernel_profile: list[dict], limit: int = 20) -> dict | Non
             {
                 "type": "bar",
                 "orientation": "h",
-                "y": [r.get("kernel") or r.get("name") for r in rows],
-                "x": [r["total_ms"] for r in rows],
-                "marker": {"color": ["#b8460b" if r.get("generated") else "#9aa5b1" for r in rows]},
-                "text": [f"{100 * (r.get('share') or 0):.1f}%" for r in rows],
+                "y": [r.kernel or r.name for r in rows],
+                "x": [r.total_ms for r in rows],
+                "marker": {"color": ["#b8460b" if r.generated else "#9aa5b1" for r in rows]},
+                "text": [f"{100 * r.share:.1f}%" for r in rows],
                 "textposition": "auto",
                 "hovertemplate": "%{y}: %{x:.4f} ms per step<extra></extra>",
             }
@@ -377,25 +468,25 @@ def kernel_time_chart(kernel_profile: list[dict], limit: int = 20) -> dict | Non
     }
 
 
-def busy_chart(benchmarks: list[dict]) -> dict | None:
-    rows = [b for b in benchmarks if isinstance(b.get("gpu_busy_ms"), (int, float)) and b.get("median_ms")]
+def busy_chart(benchmarks: list[Benchmark]) -> dict | None:
+    rows = [b for b in benchmarks if b.gpu_busy_ms is not None and b.median_ms]
     if not rows:
         return None
-    configs = [b["config"] for b in rows]
+    configs = [b.config for b in rows]
     return {
         "data": [
             {
                 "type": "bar",
                 "name": "wall time per step",
                 "x": configs,
-                "y": [b["median_ms"] for b in rows],
+                "y": [b.median_ms for b in rows],
                 "marker": {"color": "#9aa5b1"},
             },
             {
                 "type": "bar",
                 "name": "GPU busy per step",
                 "x": configs,
-                "y": [b["gpu_busy_ms"] for b in rows],
+                "y": [b.gpu_busy_ms for b in rows],
                 "marker": {"color": "#1f7a3a"},
             },
         ],
@@ -403,33 +494,33 @@ def busy_chart(benchmarks: list[dict]) -> dict | None:
     }
 
 
-def host_bound_diagnosis(benchmarks: list[dict]) -> list[str]:
+def host_bound_diagnosis(benchmarks: list[Benchmark]) -> list[str]:
     """Plain words for each compiled config whose GPU mostly waits on the host."""
-    by_config = {b.get("config"): b for b in benchmarks}
+    by_config = {b.config: b for b in benchmarks}
     notes = []
     for b in benchmarks:
-        busy, wall = b.get("gpu_busy_ms"), b.get("median_ms")
-        if not isinstance(busy, (int, float)) or not wall or b.get("config") == "eager":
+        busy, wall = b.gpu_busy_ms, b.median_ms
+        if busy is None or not wall or b.config == "eager":
             continue
         share = busy / wall
         if share >= HOST_BOUND_BUSY_SHARE:
             notes.append(
-                f"{b['config']}: the GPU is busy {share:.0%} of each step ({busy:.3f} of {wall:.3f} ms): "
+                f"{b.config}: the GPU is busy {share:.0%} of each step ({figure(busy)} of {ms(wall)}): "
                 "GPU-bound, the kernels themselves set the pace."
             )
             continue
         note = (
-            f"{b['config']}: host-bound. The GPU is busy only {share:.0%} of each step ({busy:.3f} of "
-            f"{wall:.3f} ms); the rest is Python, guards and kernel launches."
+            f"{b.config}: host-bound. The GPU is busy only {share:.0%} of each step ({figure(busy)} of "
+            f"{ms(wall)}); the rest is Python, guards and kernel launches."
         )
-        if b.get("mode") != "reduce-overhead":
+        if b.mode != "reduce-overhead":
             note += ' mode="reduce-overhead" (CUDA graphs) replays the whole step with one launch, removing most of it'
-            ro = by_config.get("inductor_reduce_overhead") or {}
-            if ro.get("median_ms") and ro["median_ms"] < wall:
-                note += f": measured here, {ro['median_ms']:.3f} ms per step ({wall / ro['median_ms']:.2f}x faster)."
-            elif ro.get("median_ms"):
+            ro = by_config.get("inductor_reduce_overhead")
+            if ro and ro.median_ms and ro.median_ms < wall:
+                note += f": measured here, {ms(ro.median_ms)} per step ({times(wall / ro.median_ms)} faster)."
+            elif ro and ro.median_ms:
                 note += (
-                    f"; measured here it was not faster ({ro['median_ms']:.3f} ms per step): the replay's own "
+                    f"; measured here it was not faster ({ms(ro.median_ms)} per step): the replay's own "
                     "cost outweighs the launches saved at this size."
                 )
             else:

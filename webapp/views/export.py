@@ -14,14 +14,13 @@ from storage.config import PROJECT_ROOT
 from storage.models import IMPORT, Run, utcnow
 from webapp import context, offline
 from webapp.render import Renderer, listing, stylesheet, title_of
-from webapp.tabs import VIEWS, generic
-from webapp.tabs.overview import stage_states
+from webapp.tabs import VIEWS, generic, overview, section_models
 from webapp.views.pages import DRAWN_FIELDS, EXTRA_SECTIONS, NOT_IN_OVERVIEW, STAGE_TABS, TABS
 
 bp = Blueprint("export", __name__)
 
 
-def _tab_html(run: Run, tab: str, sections: dict, renderer: Renderer) -> str:
+def _tab_html(run: Run, tab: str, sections: dict, models: dict, facts, renderer: Renderer) -> str:
     stage = sections.get(tab) or {}
     if not stage:
         return '<p class="none">This stage recorded nothing for this run.</p>'
@@ -31,7 +30,8 @@ def _tab_html(run: Run, tab: str, sections: dict, renderer: Renderer) -> str:
         run=run,
         tab=tab,
         sections=sections,
-        stage=stage,
+        models=models,
+        stage=models[tab],
         other_fields=other_fields,
         renderer=renderer,
         view=VIEWS[tab],
@@ -40,7 +40,9 @@ def _tab_html(run: Run, tab: str, sections: dict, renderer: Renderer) -> str:
         title_of=title_of,
         device_name=(run.environment or {}).get("device_name"),
         error=runstore.error_of(run),
-        states=stage_states(progress.stage_progress(run), run.status, runstore.error_of(run)),
+        facts=facts,
+        why_not=overview.why_not,
+        states=facts.states,
     )
 
 
@@ -51,16 +53,23 @@ def export_html(slug: str):
     if run is None or not runstore.has_report(session, run):
         abort(404)
     renderer = Renderer(run.filename)
-    wanted = [*STAGE_TABS, *{s for extra in EXTRA_SECTIONS.values() for s in extra}]
+    # The stage tabs and the Overview's story read what the pages read: the same facts, computed the same way.
+    wanted = [*STAGE_TABS, *{s for extra in EXTRA_SECTIONS.values() for s in extra}, "summary", "stages"]
     sections = runstore.load_sections(session, run, wanted, outlines=True)
-    overview = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
+    models = section_models(sections)
+    stages, error = progress.stage_progress(run), runstore.error_of(run)
+    facts = overview.page_facts(run, stages, error, models, stored=True)
+    tale = overview.story(models, facts=facts, progress=stages, failure=error, filename=run.filename)
+    raw_fields = runstore.load_sections(session, run, exclude=NOT_IN_OVERVIEW)
     trace_import = (
-        runstore.load_sections(session, run, ["trace_import"]).get("trace_import") if run.kind == IMPORT else None
+        section_models(runstore.load_sections(session, run, ["trace_import"])).get("trace_import")
+        if run.kind == IMPORT
+        else None
     )
     tabs = {
         tab: Markup(
             offline.inline_links(
-                _tab_html(run, tab, sections, renderer),
+                _tab_html(run, tab, sections, models, facts, renderer),
                 run.slug,
                 lambda graph_id: runstore.graph_json_text(session, run, graph_id),
             )
@@ -81,7 +90,9 @@ def export_html(slug: str):
         run=run,
         tabs=tabs,
         tab_labels=TABS,
-        overview=overview,
+        sections=raw_fields,
+        view_story=tale,
+        present=False,
         renderer=renderer,
         title_of=title_of,
         css=Markup(_read_css()),

@@ -162,26 +162,29 @@ def report(slug: str, tab: str):
     steps = progress.progress_steps(run)
     error = runstore.error_of(run)
     stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
-    ready = overview.tabs_ready(stages, run.status, error, stored)
+    shared = tabs.section_models(runstore.load_sections(session, run, ["summary", "stages"])) if stored else {}
+    facts = overview.page_facts(run, stages, error, shared, stored)
     if stored and tab == "overview":  # the story reads every section; graphs without their nodes
         sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
-    elif tab in ready:  # graphs without their nodes: each viewer fetches its own
+    elif tab in facts.ready:  # graphs without their nodes: each viewer fetches its own
         sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
     else:
         sections = {}
+    models = tabs.section_models(sections)
     trace_import = (
         runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
         if finished and run.kind == IMPORT
         else None
     )
     if trace_import:  # a further rank's report lists only the first rank and itself
-        trace_import = runstore.import_ranks(session, run, trace_import)
-    states = overview.stage_states(stages, run.status, error)
+        trace_import = tabs.section_models({"trace_import": runstore.import_ranks(session, run, trace_import)})[
+            "trace_import"
+        ]
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
     tale = (
-        overview.story(sections, progress=stages, run_status=run.status, failure=error, filename=run.filename)
-        if tab == "overview"
+        overview.story(models, facts=facts, progress=stages, failure=error, filename=run.filename)
+        if tab == "overview" and stored
         else None
     )
     return render_template(
@@ -198,11 +201,14 @@ def report(slug: str, tab: str):
         error=error,
         messages=progress.messages(run),
         sections=sections,
-        stage=stage_sections,
+        models=models,
+        stage=models.get(tab),
         other_fields=other_fields,
         has_report=stored,
-        tabs_ready=ready,
-        states=states,
+        facts=facts,
+        why_not=overview.why_not,
+        tabs_ready=facts.ready,
+        states=facts.states,
         view_story=tale,
         renderer=Renderer(run.filename),
         source_listing=listing(run.code, "L"),
@@ -241,8 +247,10 @@ def part(slug: str, tab: str, kind: str, key: str):
     if tab not in PARTS.get(kind, ()) or not runstore.has_report(session, run):
         abort(404)
     sections = runstore.load_sections(session, run, [tab], outlines=True)
-    section = sections.get(tab) or {}
-    found = tabs.find_part(section, kind, key)
+    if tab not in sections:
+        abort(404)
+    # A generic field is drawn from the stored dict; every other part from the section's model.
+    found = tabs.find_part(sections[tab] if kind == "field" else tabs.section_models(sections)[tab], kind, key)
     if found is None:
         abort(404)
     html = render_template(
