@@ -41,8 +41,6 @@ def function_name(fn) -> str:
 
 def def_line(fn, filename: str) -> int | None:
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    if code is None:
-        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)  # a callable object's class's __call__
     return code.co_firstlineno if code is not None and is_user_file(code.co_filename, filename) else None
 
 
