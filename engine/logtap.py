@@ -90,7 +90,9 @@ def read(log, name: str, **context):
     if parser is None:
         # Readers register when the module that declares them is imported (engine.stages.*): a missing one is
         # a missing import, which the bare KeyError did not say.
-        raise KeyError(f"no log reader {name!r} is registered: import the module that declares it (registered: {sorted(PARSERS)})")
+        raise KeyError(
+            f"no log reader {name!r} is registered: import the module that declares it (registered: {sorted(PARSERS)})"
+        )
     return parser.read(_DeclaredView(log, parser), **context)
 
 
@@ -263,6 +265,19 @@ class LogTap(_Malformed):
             self._take_over_handlers()
         except Exception as exc:
             self.note_malformed("set_logs", "logtap", f"could not narrow the logs: {exc}")
+
+    def uninstall(self) -> None:
+        """Detach from the trace and every log, and put torch's logging back as a plain script has it (a measuring
+        process, engine/warm.py, times its rounds with nothing of ours attached)."""
+        import torch
+
+        from torch._logging._internal import log_registry
+
+        logging.getLogger("torch.__trace").removeHandler(self._handler_trace)
+        for qname in log_registry.get_log_qnames():
+            logging.getLogger(qname).removeHandler(self._handler_artifact)
+        torch._logging.set_logs()  # torch's defaults: its own handlers, no artifact
+        self.enabled = []
 
     def _on_trace(self, record) -> None:
         meta = getattr(record, "metadata", {}) or {}
