@@ -16,7 +16,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contract.counts import summarize
-from contract.processes import ProcessFigure, Processes
+from contract.processes import Processes, ProcessFigure
 from contract.vocab import (
     ConfigName,
     Device,

@@ -270,7 +270,6 @@ class LogTap(_Malformed):
         """Detach from the trace and every log, and put torch's logging back as a plain script has it (a measuring
         process, engine/warm.py, times its rounds with nothing of ours attached)."""
         import torch
-
         from torch._logging._internal import log_registry
 
         logging.getLogger("torch.__trace").removeHandler(self._handler_trace)
