@@ -1123,6 +1123,8 @@ class Isolation(Model):
     user: str | None = None
     seccomp: str | None = None
     """what the seccomp filter denies (namespaces, mounts, keyrings, ...), or `none`"""
+    cpu: str | None = None
+    """what shared the job's CPU: its cgroup's quota (cores) and weight against the web tier's, or why nothing did"""
     shared_pch: bool | None = None
     """the trusted precompiled header was bound read-only"""
     shared_kernel_cache: str | None = None

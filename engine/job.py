@@ -45,6 +45,13 @@ STACK_FRAME = re.compile(r'File "([^"\n]*)", line (\d+)')
 # copies (under 1 s), with room for a slower machine. RLIMIT_CPU is set when the sandbox starts, so such a child
 # runs under the job's CPU time limit plus this (docs/security.md); every other limit is the job's own.
 PRESTART_CPU_S = 20
+# A job whose forks and threads the kernel refused this many times at its process limit is ended at once (kind
+# "processes"): a program that meets the limit once fails on its own; one that keeps forking into it (a fork bomb,
+# whose copies fill every slot another frees) would otherwise hold the worker, and the machine's cores, until the
+# time limit. Without a cgroup (no kernel counter) the watchdog ends a job that stays at its process limit for
+# PROCESS_LIMIT_HELD_S instead.
+FORK_REFUSALS_TO_END = 16
+PROCESS_LIMIT_HELD_S = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -339,6 +346,7 @@ def _run(
             group=group.describe(),
             job_space=job_space,
             seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None,
+            cpu=group.cpu_limit,
         )
         report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
         report["timeline"] = _job_timeline(
@@ -396,6 +404,10 @@ def _run(
             file=file if line else None,
             line=line,
             partial=partial,
+        )
+    elif pump.killed_for == "processes":
+        report = failed_report(
+            request_dict, stage, "processes", _fork_bomb_message(request, stage, pump.refused), partial=partial
         )
     elif pump.killed_for == "output_limit":
         report = failed_report(
@@ -624,6 +636,7 @@ class _Pump:
         self.capped = self.space_full = False
         self.failed_event = None  # the child's own "failed" event, with the failure's kind and message
         self.on_early_report = None  # called once when the warm compile starts: the report before it is written
+        self.refused, self.at_process_limit_since = 0, None  # forks refused at the process limit (_forks_refused)
 
     def run(self) -> None:
         output_limit = self.request.output_limit_mb * 1024 * 1024
@@ -644,6 +657,8 @@ class _Pump:
                 self._note_full_space()
                 if memory_limit is not None and self.group.memory_used() > memory_limit:
                     return self._kill("memory")
+                if self._forks_refused(now):
+                    return self._kill("processes")
                 if self.proc.poll() is not None and not select.select([self.read_fd], [], [], 0)[0]:
                     return  # the child is gone; a process it left holding the pipe does not count
             readable = [self.read_fd] + ([self.status_fd] if self.status_fd is not None else [])
@@ -667,6 +682,19 @@ class _Pump:
                 self._note(event)
                 if self.on_event and not self._forward(event):
                     return
+
+    def _forks_refused(self, now: float) -> bool:
+        """The process limit keeps refusing the job's forks (FORK_REFUSALS_TO_END): the kernel's counter with a
+        cgroup; without one, the job's processes at the limit for PROCESS_LIMIT_HELD_S. Sets ``refused``."""
+        if self.group.enforced:
+            self.refused = self.group.counter("pids_hit")
+            return self.refused >= FORK_REFUSALS_TO_END
+        if len(self.group.pids()) < self.request.process_limit:
+            self.at_process_limit_since = None
+            return False
+        if self.at_process_limit_since is None:
+            self.at_process_limit_since = now
+        return now - self.at_process_limit_since >= PROCESS_LIMIT_HELD_S
 
     def _job_process_ended(self) -> bool:
         chunk = os.read(self.status_fd, 4096)
@@ -763,6 +791,19 @@ def _line_at_timeout(job_dir: str, filename: str) -> tuple[str | None, int | Non
         if match.group(1) in (user_file, filename):
             return filename, int(match.group(2))
     return None, None
+
+
+def _fork_bomb_message(request: JobRequest, stage: str, refused: int) -> str:
+    counted = (
+        f"the kernel refused {refused} of its forks and threads"
+        if refused
+        else f"it held every process it may have for {PROCESS_LIMIT_HELD_S:g} s"
+    )
+    return (
+        f"process limit of {request.process_limit} processes and threads reached during stage '{stage}': "
+        f"{counted}, so the job was ended at once and every process of it killed. A program that keeps forking "
+        "(a fork bomb) cannot finish; one that needs more processes can be given them with PT2SCOPE_PROCESS_LIMIT"
+    )
 
 
 def _memory_message(request: JobRequest, stage: str) -> str:

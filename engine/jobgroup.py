@@ -6,6 +6,11 @@ processes and threads, counts what hit a limit (so a failure names the right one
 the job, whatever it forked, double-forked or daemonised, so the parent can kill them all. Without cgroups the
 parent falls back to a watchdog: the processes descending from the job's first process, their resident memory
 summed every poll. Parent side only; pure Python.
+
+The job's cgroup also shares the CPU (JobCpu): a quota of at most the cores its worker is given (cpu.max on v2,
+cpu.cfs_quota_us on v1) and a weight below the web tier's (cpu.weight 10 against the default 100; cpu.shares 102
+against 1024 on v1), so a job that takes every core it can (a fork bomb, a busy loop) leaves the web server and the
+other workers theirs. Where the cpu controller is not ours to use, the job runs unshared and ``cpu_limit`` says so.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import dataclass
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 # The files of each cgroup version: limits written at creation, counters read when the job ends.
@@ -23,6 +29,8 @@ V1 = {
     "oom": ("memory", "memory.oom_control", "oom_kill"),
     "pids_hit": ("pids", "pids.events", "max"),
     "peak": ("memory", "memory.max_usage_in_bytes"),
+    "cpu_quota": ("cpu", "cpu.cfs_quota_us"),
+    "cpu_weight": ("cpu", "cpu.shares"),
 }
 V2 = {
     "memory": ("", "memory.max"),
@@ -31,23 +39,50 @@ V2 = {
     "oom": ("", "memory.events", "oom_kill"),
     "pids_hit": ("", "pids.events", "max"),
     "peak": ("", "memory.peak"),
+    "cpu_quota": ("", "cpu.max"),
+    "cpu_weight": ("", "cpu.weight"),
 }
+CPU_PERIOD_US = 100_000  # the scheduler's accounting period for the quota (the kernel's default)
+V1_SHARES_PER_WEIGHT = 1024 / 100  # cpu.shares 1024 is cpu.weight 100 (the kernel's own conversion)
+
+
+@dataclass(frozen=True)
+class JobCpu:
+    """How much CPU one job may take: ``cores`` (the quota; PT2SCOPE_JOB_CPUS, default every core the worker may
+    run on) and ``weight`` (cpu.weight's scale, 1-10000, the web tier and every other process at 100 by default;
+    PT2SCOPE_JOB_CPU_WEIGHT)."""
+
+    cores: float
+    weight: int = 10
+
+    @classmethod
+    def from_env(cls, env=os.environ) -> JobCpu:
+        cores = float(env.get("PT2SCOPE_JOB_CPUS") or 0) or float(len(os.sched_getaffinity(0)))
+        return cls(cores=cores, weight=max(1, min(10_000, int(env.get("PT2SCOPE_JOB_CPU_WEIGHT") or 10))))
 
 
 class JobGroup:
     """One job's processes. ``cgroup`` is None when the machine gives us none: then the watchdog measures."""
 
-    def __init__(self, name: str, memory_bytes: int | None, process_limit: int):
+    def __init__(self, name: str, memory_bytes: int | None, process_limit: int, cpu: JobCpu | None = None):
         self.memory_bytes, self.process_limit = memory_bytes, process_limit
+        self.cpu = cpu or JobCpu.from_env()
         self.root_pid: int | None = None
         self.dirs: dict[str, str] = {}  # controller ("" for v2) -> this job's cgroup folder
         self.files = V1
         self._join_fds: list[int] = []
+        # What shares the job's CPU, in words (the worker's start line and /status say it too).
+        self.cpu_limit = "not limited: no cgroup for jobs on this machine (a non-root worker without a delegated one)"
         try:
             self._create(name)
         except OSError:
             self._remove_dirs()
             self.dirs = {}
+        else:
+            self.cpu_limit = self._limit_cpu(name)
+            self._join_fds = [
+                os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()
+            ]
 
     @property
     def enforced(self) -> bool:
@@ -78,9 +113,38 @@ class JobGroup:
             except OSError:  # no swap accounting on this kernel: there is then no swap to escape to either
                 pass
         self._write("pids", str(self.process_limit))
-        self._join_fds = [
-            os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()
-        ]
+
+    def _limit_cpu(self, name: str) -> str:
+        """Give the job its CPU quota and weight (a cgroup of the cpu controller beside the others on v1, the
+        same cgroup on v2); return what now limits it, or why nothing does. Never fails the job's other limits."""
+        quota = int(self.cpu.cores * CPU_PERIOD_US)
+        try:
+            if self.files is V1:
+                parent = os.path.join(CGROUP_ROOT, "cpu", _own_cgroup("cpu")[1:])
+                folder = os.path.join(parent, name)
+                os.mkdir(folder)
+                self.dirs["cpu"] = folder
+                self._write("cpu_quota", str(quota))
+                shares = max(2, round(self.cpu.weight * V1_SHARES_PER_WEIGHT))
+                self._write("cpu_weight", str(shares))
+                return (
+                    f"cgroup v1: at most {self.cpu.cores:g} cores (cpu.cfs_quota_us {quota} per {CPU_PERIOD_US}), "
+                    f"cpu.shares {shares} against 1024 for the web tier and the workers"
+                )
+            folder = self.dirs[""]
+            if not os.path.exists(os.path.join(folder, "cpu.max")):
+                with open(os.path.join(os.path.dirname(folder), "cgroup.subtree_control"), "w") as f:
+                    f.write("+cpu")
+            self._write("cpu_quota", f"{quota} {CPU_PERIOD_US}")
+            self._write("cpu_weight", str(self.cpu.weight))
+            return (
+                f"cgroup v2: at most {self.cpu.cores:g} cores (cpu.max {quota} {CPU_PERIOD_US}), "
+                f"cpu.weight {self.cpu.weight} against 100 for the web tier and the workers"
+            )
+        except OSError as exc:
+            if "cpu" in self.dirs:  # made, but its limits could not be written: the job stays out of it
+                os.rmdir(self.dirs.pop("cpu"))
+            return f"not limited: the cpu controller is not available to the worker ({exc.strerror or exc})"
 
     def join_in_child(self) -> None:
         """Popen's preexec_fn: the new process enters the job's cgroups before it runs anything (no allocation,
@@ -188,7 +252,7 @@ def remove_stale(older_than_s: float = 60.0) -> list[str]:
         parents = (
             [os.path.join(CGROUP_ROOT, _own_cgroup("")[1:])]
             if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
-            else [os.path.join(CGROUP_ROOT, c, _own_cgroup(c)[1:]) for c in ("memory", "pids")]
+            else [os.path.join(CGROUP_ROOT, c, _own_cgroup(c)[1:]) for c in ("memory", "pids", "cpu")]
         )
     except (OSError, FileNotFoundError):
         return removed

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 
 from contract.vocab import ISOLATION_MODES as MODES
+from engine.jobgroup import JobGroup
 
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_ROOT = os.path.dirname(ENGINE_DIR)
@@ -118,12 +119,18 @@ def child_command(
 
 
 def describe(
-    isolation: Isolation, request, *, group: str = "watchdog", job_space: bool = False, seccomp: bool = False
+    isolation: Isolation,
+    request,
+    *,
+    group: str = "watchdog",
+    job_space: bool = False,
+    seccomp: bool = False,
+    cpu: str | None = None,
 ) -> dict:
     """report["isolation"]: what confined this job, each limit and what enforces it.
 
     ``group``: engine.jobgroup.JobGroup.describe() ("cgroup v1", "cgroup v2" or "watchdog"); ``job_space``: the job
-    folder was a size-limited tmpfs; ``seccomp``: the seccomp filter was installed."""
+    folder was a size-limited tmpfs; ``seccomp``: the seccomp filter was installed; ``cpu``: JobGroup.cpu_limit."""
     sandboxed = isolation.mode == "bubblewrap"
     cgroup = group != "watchdog"
     enforced = {
@@ -168,6 +175,7 @@ def describe(
             if seccomp
             else "none"
         ),
+        "cpu": cpu,
         "shared_pch": bool(sandboxed and _shared_pch_files(isolation)),
         "shared_kernel_cache": kernel_store_id(isolation) if sandboxed else None,
         "limits": {name: getattr(request, name) for name in enforced},
@@ -182,7 +190,8 @@ def check(isolation: Isolation) -> str:
     """
     if isolation.mode == "none":
         return (
-            "isolation: NONE - jobs run unsandboxed with the worker's user, network and files (PT2SCOPE_ISOLATION=none)"
+            "isolation: NONE - jobs run unsandboxed with the worker's user, network and files "
+            f"(PT2SCOPE_ISOLATION=none); job CPU: {job_cpu_limit()}"
         )
     if shutil.which("bwrap") is None:
         raise IsolationError(
@@ -214,7 +223,19 @@ def check(isolation: Isolation) -> str:
         raise IsolationError(f"the sandbox sees {result.stdout.strip()} network interfaces, expected only lo")
     pch = "shared precompiled header " + ("on" if _shared_pch_files(isolation) else "off")
     kernels = "trusted kernel cache " + ("on" if kernel_store_id(isolation) else "off")
-    return f"isolation: bubblewrap (no network, read-only system, unprivileged, {pch}, {kernels})"
+    return (
+        f"isolation: bubblewrap (no network, read-only system, unprivileged, {pch}, {kernels}); "
+        f"job CPU: {job_cpu_limit()}"
+    )
+
+
+def job_cpu_limit() -> str:
+    """What shares a job's CPU on this machine, found by making (and removing) a job cgroup as a job would get."""
+    probe = JobGroup(f"pt2scope-job-{os.getpid()}-cpu-probe", None, 1)
+    try:
+        return probe.cpu_limit
+    finally:
+        probe.close()
 
 
 def prepare_job_dir(job_dir: str, isolation: Isolation, uid: int | None = None) -> None:

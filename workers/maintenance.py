@@ -38,7 +38,8 @@ class Maintenance(threading.Thread):
         self._stopped = threading.Event()
         self._sessions = session_factory(settings.database_url)
         self._purged_at = 0.0
-        self.device = device.describe()  # once: it does not change while the process lives
+        # Once: it does not change while the process lives. With what shares each job's CPU (/status shows it).
+        self.device = {**device.describe(), "job_cpu": sandbox.job_cpu_limit()}
         self.tick()  # beat before the first job can be claimed: the reaper must know this worker at once
 
     def run(self) -> None:
