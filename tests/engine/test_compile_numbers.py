@@ -19,8 +19,8 @@ from engine.measure.caches import cache_counts
 from engine.measure.compile_metrics import compile_seconds
 from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the Dynamo readers
 from engine.stages import inductor as inductor_stage
-from engine.stages.runtime import compile_times  # noqa: F401 - registers the compile-metrics and timeline readers
 from engine.stages.dynamo import parse_recompiles
+from engine.stages.runtime import compile_times  # noqa: F401 - registers the compile-metrics and timeline readers
 from tests.engine.conftest import run_code
 from webapp.tabs import aot as aot_view
 from webapp.tabs import dynamo as dynamo_view
