@@ -16,6 +16,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contract.counts import summarize
+from contract.kernels import AutotuneOp, Roofline, TritonKernelIR
 from contract.vocab import (
     ConfigName,
     Device,
@@ -415,6 +416,9 @@ class Kernel(Model):
     """buffers it writes"""
     provenance: Literal["source-node comment", "provenance tracking", "buffer writes"] | None
     """where `source_nodes` came from"""
+    flops: int | None = None
+    """FLOPs per call: torch.utils.flop_counter over the post-grad nodes fused into it (matmuls, convolutions,
+    attention; 0 for a kernel of none); null where they could not be counted"""
     post_grad_nodes: list[str] = []
     """(imported logs) the post-grad nodes Inductor's provenance tracking names for it (`cppCodeToPost`); the
     source-node comment names nodes before decomposition"""
@@ -463,6 +467,10 @@ class Inductor(Model):
     output_code: list[OutputCode] = []
     metrics: InductorMetrics = Field(default_factory=InductorMetrics)
     perf_hints: list[str] = []
+    triton_ir: list[TritonKernelIR] = []
+    """every IR stage of each generated Triton kernel (contract/kernels.py)"""
+    autotune: list[AutotuneOp] = []
+    """what autotuning measured, every rung (contract/kernels.py)"""
     """Inductor's performance hints"""
     not_in_log: list[str] = []
     """in a report imported from a TORCH_TRACE log: this section's fields a log cannot hold (the pages say "not in
@@ -884,6 +892,8 @@ class Runtime(Model):
     """for the reduce-overhead config"""
     kernel_profile: list[KernelProfileRow] = []
     kernel_profile_summary: KernelProfileSummary = Field(default_factory=KernelProfileSummary)
+    roofline: Roofline = Field(default_factory=Roofline)
+    """the worker's peaks and each timed kernel against them (contract/kernels.py)"""
     job_seconds: float | None = None
     """wall time of the whole job, as the parent saw it"""
     not_in_log: list[str] = []

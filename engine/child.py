@@ -61,6 +61,7 @@ class Job:
             self.timeline.add("handover", prestart.handed_over, time.time())
             dump_at = prestart.stack_dump_at
             self.state.memory_bandwidth = prestart.memory_bandwidth  # the ladder uses it (engine.stages.runtime.ladder)
+            self.state.peaks = prestart.peaks
         self.prestarted = prestart is not None
         if dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
             self.stack_dump = open(os.path.join(job_dir, "stack-at-time-limit.txt"), "w")
@@ -210,6 +211,17 @@ class Prestart:
     memory_bandwidth: (
         dict | None
     )  # engine.stages.runtime.profiling.memory_bandwidth, measured before the job; None: it failed
+    peaks: dict | None = None  # engine.stages.runtime.profiling.matmul_peaks, the same way (the roofline's FLOP/s)
+
+
+def _peaks_ahead(device: str) -> dict | None:
+    """The matmul peaks, measured before the job (None: the ladder measures them itself)."""
+    try:
+        from engine.stages.runtime.profiling import matmul_peaks
+
+        return {**matmul_peaks(device), "device": device, "measured_ahead": True}
+    except Exception:  # noqa: BLE001 - as for the bandwidth
+        return None
 
 
 def wait_for_job(go_fd: int, device: str) -> Prestart | None:
@@ -230,6 +242,7 @@ def wait_for_job(go_fd: int, device: str) -> Prestart | None:
             bandwidth = {**memory_bandwidth(device), "measured_ahead": True}
         except Exception:  # noqa: BLE001 - the ladder then measures it itself, as without a prestart
             bandwidth = None
+        peaks = _peaks_ahead(device)
     ready = time.time()
     go = b""
     while not go.endswith(b"\n"):
@@ -248,7 +261,7 @@ def wait_for_job(go_fd: int, device: str) -> Prestart | None:
     timeline.mark_prestart(
         until=handed_over
     )  # a job that came while this child was still importing waited for the rest
-    return Prestart(timeline, max(ready, handed_over), dump_at.decode(), bandwidth)
+    return Prestart(timeline, max(ready, handed_over), dump_at.decode(), bandwidth, peaks)
 
 
 def main(argv: list[str]) -> int:

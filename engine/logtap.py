@@ -90,7 +90,9 @@ def read(log, name: str, **context):
     if parser is None:
         # Readers register when the module that declares them is imported (engine.stages.*): a missing one is
         # a missing import, which the bare KeyError did not say.
-        raise KeyError(f"no log reader {name!r} is registered: import the module that declares it (registered: {sorted(PARSERS)})")
+        raise KeyError(
+            f"no log reader {name!r} is registered: import the module that declares it (registered: {sorted(PARSERS)})"
+        )
     return parser.read(_DeclaredView(log, parser), **context)
 
 

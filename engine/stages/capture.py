@@ -30,6 +30,7 @@ class CaptureStage(Stage):
         target = state.target = capture_config(job.request["configs"])
         dynamo, aot = DynamoCollector(ctx), AotCollector(ctx)
         inductor = InductorCollector(ctx, aot)
+        inductor.autotune.config = target.name
         collectors = [dynamo, aot, inductor] if target.backend == "inductor" else [dynamo, aot]
         with ctx.guard("logs.tap"):
             tap.install()

@@ -15,7 +15,8 @@ import re
 import torch
 
 from contract.compile_id import compile_key
-from engine import logtap
+from engine import logtap, tritonir
+from engine.autotune import AutotuneRecorder, launched_kernels
 from engine.fxgraph import op_histogram, serialize_graph, short_op, user_frames
 from engine.logtap import current_compile_id
 from engine.stages.base import Collector
@@ -69,6 +70,9 @@ class InductorCollector(Collector):
         self.post_grad: list[dict] = []
         # (compile key, kind) -> {"compile_id", "nodes": {op: info}, "groups": [...]}
         self.scheduler: dict[tuple, dict] = {}
+        self.node_flops: dict[tuple, int] = {}  # (compile key, kind, node) -> FLOPs (engine.flops)
+        # Every rung's autotuning (the ladder names the rung: ctx.autotune.config); its ops list is the report's.
+        self.autotune = ctx.autotune = AutotuneRecorder(ctx)
 
     def install(self) -> None:
         import torch._functorch.config as functorch_config
@@ -89,6 +93,7 @@ class InductorCollector(Collector):
             inductor_config._pre_fusion_custom_pass = _hook(self._record_pre_fusion, "pre-fusion")
             inductor_config._post_fusion_custom_pass = _hook(self._record_post_fusion, "post-fusion")
         metrics.reset()
+        self.autotune.install()
 
     def compile(self, gm, example_inputs, mode: str | None, on_inductor=None):
         """backend="inductor" with ``mode``, its inner compile and partitioner recording (see aot.py).
@@ -140,6 +145,12 @@ class InductorCollector(Collector):
         )
         data["ops"] = op_histogram(data["nodes"])
         self.post_grad.append(data)
+        with self.ctx.guard("inductor.flop_counter"):
+            from engine.flops import node_flops
+
+            key = (compile_key(data["compile_id"]), data["kind"])
+            for name, flops in node_flops(graph).items():
+                self.node_flops[(*key, name)] = flops
 
     def _scheduler_entry(self):
         compile_id = current_compile_id()
@@ -221,6 +232,11 @@ class InductorCollector(Collector):
             for node in graph["nodes"]:
                 kernel = kernel_of.get((compile_key(graph["compile_id"]), graph["kind"], node["name"]))
                 node["marks"] = {"kernel": kernel}
+        for kernel in section["kernels"]:
+            key = (compile_key(kernel["compile_id"]), kernel["graph_kind"])
+            kernel["flops"] = sum(self.node_flops.get((*key, n), 0) for n in kernel["source_nodes"])
+        self.collect_triton_ir(section)
+        section["autotune"] = self.autotune.ops  # the same list: the ladder's rungs add theirs to it
         section["post_grad_graphs"] = self.post_grad
         section.update(logtap.read(tap, "inductor.ir"))
         section["fusion_decisions"] = logtap.read(tap, "inductor.fusion", scheduler=self.scheduler)
@@ -234,6 +250,16 @@ class InductorCollector(Collector):
         section["perf_hints"] = logtap.read(tap, "inductor.perf_hints")
         if not outputs:
             self.ctx.mark_unavailable("inductor.output_code", "no inductor_output_code event in the trace")
+
+    def collect_triton_ir(self, section: dict) -> None:
+        """Every IR stage of each Triton kernel (engine/tritonir.py), the launched variant where its launcher says."""
+        if not any(k["language"] == "triton" for k in section["kernels"]):
+            return
+        launched = []
+        with self.ctx.guard("inductor.triton_launchers"):
+            launched = launched_kernels()
+        with self.ctx.guard("inductor.triton_ir"):
+            section["triton_ir"] = tritonir.collect(section["kernels"], tritonir.default_cache_dir(), launched)
 
 
 def _user_lines_of(nodes: list[dict]) -> list[dict]:

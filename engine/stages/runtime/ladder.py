@@ -7,11 +7,12 @@ from __future__ import annotations
 import torch
 
 from contract.vocab import CONFIGS
+from engine.measure.roofline import kernel_dtypes, roofline
 from engine.measure.stats import speedup
 from engine.stages.base import Stage
 from engine.stages.runtime.accuracy import Reference, first_divergent_stage, rung_verdict
 from engine.stages.runtime.cudagraphs import CudagraphWatch
-from engine.stages.runtime.profiling import gpu_busy_ms, kernel_profile, memory_bandwidth
+from engine.stages.runtime.profiling import gpu_busy_ms, kernel_profile, matmul_peaks, memory_bandwidth
 from engine.stages.runtime.rung import Rung
 from engine.stages.runtime.timing import latency, time_rounds, warm_up
 from engine.stages.runtime.workload import SEED
@@ -133,7 +134,24 @@ class LadderStage(Stage):
                     job.report["inductor"]["kernels"],
                     (rt.get("memory_bandwidth") or {}).get("bytes_per_s"),
                 )
+            with ctx.guard("runtime.roofline"):
+                self.place_on_roofline(job)
             job.end("profile", t0)
+
+    def place_on_roofline(self, job) -> None:
+        """The worker's peaks (measured ahead by a prestarted child, else now) and each timed kernel against them."""
+        state, rt = job.state, job.report["runtime"]
+        device = state.ctx.device
+        peaks = getattr(state, "peaks", None)  # by the prestarted child, before its job (engine.child)
+        if not peaks or peaks.get("device") != device:
+            peaks = {**matmul_peaks(device), "device": device, "measured_ahead": False}
+        peaks = {
+            **peaks,
+            "device_name": job.report["environment"].get("device_name"),
+            "bytes_per_s": (rt.get("memory_bandwidth") or {}).get("bytes_per_s"),
+        }
+        inductor = job.report["inductor"]
+        rt["roofline"] = roofline(inductor["kernels"], rt["kernel_profile"], peaks, kernel_dtypes(inductor))
 
     def prepare(self, name: str, state, entries: dict) -> Rung | None:
         """Compile (the recorded config is compiled already), run the compared step, judge it, warm up."""
@@ -149,6 +167,8 @@ class LadderStage(Stage):
             "error": None,
         }
         watch = state.watches.setdefault(name, CudagraphWatch(ctx))
+        if getattr(ctx, "autotune", None):  # engine.autotune: what this rung's compile and first run measure
+            ctx.autotune.config = name
         try:
             with watch:
                 if name == "eager":

@@ -37,6 +37,48 @@ def memory_bandwidth(device: str) -> dict:
     }
 
 
+# Matmul sizes for the FLOP/s peaks: big enough to reach the units' throughput, small enough to take well under a
+# second: on the 2-core CPU a 1024^3 fp32 product (2 GFLOP) takes about 20 ms, while bf16, without native bf16
+# units, ran at 1 GFLOP/s (2 s per product at 1024): 256 there.
+_PEAK_N = {("cuda", "float32"): 8192, ("cuda", "tf32"): 8192, ("cuda", "bfloat16"): 8192}
+_PEAK_N_CPU = {"float32": 1024, "bfloat16": 256}
+
+
+def matmul_peaks(device: str) -> dict:
+    """Matmul throughput per dtype (FLOP/s, best of 5 after one warm-up): float32 (TF32 off), tf32 (CUDA only)
+    and bfloat16. The roofline's compute ceilings (contract/kernels.py DevicePeaks)."""
+    kinds = [("float32", torch.float32, False), ("bfloat16", torch.bfloat16, False)]
+    if device == "cuda":
+        kinds.insert(1, ("tf32", torch.float32, True))
+    peaks, sizes = {}, []
+    allow_tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for label, dtype, tf32 in kinds:
+            n = _PEAK_N[(device, label)] if device == "cuda" else _PEAK_N_CPU[label]
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            a = torch.randn(n, n, device=device, dtype=dtype)
+            b = torch.randn(n, n, device=device, dtype=dtype)
+            best = float("inf")
+            for rep in range(6):
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                torch.mm(a, b)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                if rep:  # the first product pays for library set-up
+                    best = min(best, time.perf_counter() - t0)
+            peaks[label] = 2 * n**3 / best
+            sizes.append(f"{label} {n}")
+            del a, b
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    return {
+        "flops_per_s": peaks,
+        "method": f"square matmul ({', '.join(sizes)}) per dtype, best of 5 after one warm-up",
+    }
+
+
 def gpu_busy_ms(workload: Workload, rung: Rung) -> float:
     """GPU time per step (sum of device kernel time) from the profiler: compare with wall time to see host-bound."""
     from torch.profiler import ProfilerActivity, profile
