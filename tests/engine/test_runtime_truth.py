@@ -215,7 +215,10 @@ def test_seed_timing_is_interleaved_rounds_with_a_decided_or_undecided_speedup(e
         speedup = b["speedup"]
         assert isinstance(speedup["decided"], bool)
         if b["config"] != "eager" and not speedup["decided"]:
-            assert speedup["text"].startswith("not decided: measurements too noisy")
+            # The reason is the job's own: contended rounds (kept because no quiet one was left) decide nothing
+            # however narrow, quiet ones only when their interval is too wide.
+            reason = "the machine was busy" if rt["load"]["contended"] else "measurements too noisy"
+            assert speedup["text"].startswith("not decided: " + reason), speedup["text"]
     # The CLI never prints a bare speedup: the figure with its spread, or "not decided".
     for b in rt["benchmarks"]:
         assert b["speedup"]["text"] in summary(report)
