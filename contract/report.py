@@ -18,12 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from contract.counts import summarize
 from contract.vocab import (
     ConfigName,
-    CorrectnessVerdict,
     Device,
     FailureKind,
     GraphKind,
     IsolationMode,
-    RungName,
     StageName,
     TimelinePhaseName,
     TimelineSide,
@@ -658,8 +656,7 @@ class Comparison(Model):
     and bools exact), or failing that the rung's RMSE against a float64 run at most 2x (3x for half types and
     tensors under 1000 elements) plain eager's plus tol/10 (`fp64_checked`)."""
 
-    verdict: CorrectnessVerdict | None = None
-    """([Vocabulary](#vocabulary)); `match` only when every error is within its tolerance"""
+    verdict: Literal["match", "mismatch", "nondeterministic"] | None = None
     max_abs_error: float | None = None
     max_rel_error: float | None = None
     atol: float | None = None
@@ -670,17 +667,12 @@ class Comparison(Model):
 
 
 class Correctness(Comparison):
-    """`verdict` is the worse of outputs and gradients. `nondeterministic`: eager disagreed with itself. A model
-    that draws random numbers (eager differs under another seed) is checked with both sides on one seeded stream:
-    an Inductor rung is compiled a second time with `torch._inductor.config.fallback_random = True` (torch's own
-    RNG ops instead of Inductor's Philox) for the check only, and its timed compile keeps Inductor's RNG;
-    `not_comparable` where that could not be done."""
+    """`verdict` is the worse of outputs and gradients. `nondeterministic`: eager disagreed with itself, or an
+    Inductor rung of a model that draws random numbers differs (Inductor generates its own: `fallback_random` is
+    off)."""
 
     gradients: Comparison | None = None
     """training: the same over parameter gradients"""
-    random_stream: str | None = None
-    """how the two sides' random numbers were made the same, or why they could not be; null when the model
-    draws none"""
 
 
 class Speedup(Model):
@@ -702,9 +694,9 @@ class Speedup(Model):
 
 
 class LadderVerdict(Model):
-    config: RungName
+    config: ConfigName
     stage: Literal["dynamo", "aot_autograd", "inductor"]
-    verdict: CorrectnessVerdict
+    verdict: Literal["match", "mismatch", "nondeterministic"]
 
 
 class LadderCorrectness(Model):
@@ -771,8 +763,7 @@ class CudaGraphs(Model):
 class Benchmark(Model):
     """One config of the ladder. The timing fields are null when the config failed."""
 
-    config: RungName
-    """a built-in config, or `user:<name>` for a backend the user's file defines (`debug.user_backends`)"""
+    config: ConfigName
     label: str
     backend: str | None
     mode: str | None
@@ -1084,7 +1075,7 @@ class Stage(Model):
 
     name: StageName
     seconds: float
-    config: RungName | None = None
+    config: ConfigName | None = None
     """dynamo, aot, inductor, benchmark: the config"""
     median_ms: float | None = None
     """benchmark"""
@@ -1153,7 +1144,7 @@ class TimelinePhase(Model):
     depth: int = 0
     """0: a top-level phase (these follow each other and cover the job); 1: a part of the phase around it, or work
     of another side done meanwhile (the report stored while the child runs its warm compile)"""
-    config: RungName | None = None
+    config: ConfigName | None = None
     """benchmark: the config"""
     ahead: bool = False
     """a phase of the prestart: before the job was handed to its prestarted child (sandbox, imports, memory
@@ -1301,10 +1292,6 @@ class TraceImport(Model):
     """the words the pages use: 'not in a TORCH_TRACE log'"""
 
 
-# The debug section's models build on Model and Graph above (contract/debug.py).
-from contract.debug import Debug  # noqa: E402
-
-
 class Report(Model):
     """One JSON document per job, written by the engine (`engine/child.py`, via `engine/reportfile.py`) and read by
     the workers, the database and the pages. It is the one contract between them. Rules:
@@ -1341,8 +1328,6 @@ class Report(Model):
     aot: Aot = Field(default_factory=Aot)
     inductor: Inductor = Field(default_factory=Inductor)
     runtime: Runtime = Field(default_factory=Runtime)
-    debug: Debug = Field(default_factory=Debug)
-    """the user's own backends and memory per rung"""
     user_output: UserOutput = Field(default_factory=UserOutput)
     isolation: Isolation = Field(default_factory=Isolation)
     """written by the parent, never the child"""

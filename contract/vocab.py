@@ -8,12 +8,9 @@ from here.
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass
-from typing import Annotated, Literal, get_args
-
-from pydantic import StringConstraints
+from typing import Literal, get_args
 
 # Each set of names is one Literal type, spelled once: the report's models (contract/report.py) and the type checker
 # read the type, the code that iterates reads the tuple taken from it (get_args), and a table of meanings keyed by
@@ -67,26 +64,6 @@ DEFAULT_CONFIGS: dict[Device, list[ConfigName]] = {
 }
 DEVICES: tuple[Device, ...] = get_args(Device)
 assert tuple(DEFAULT_CONFIGS) == DEVICES
-
-# A rung of the user's own backend: the user's file defines `backend = fn` or `backends = {"name": fn}` (the series'
-# Part 4), and each becomes a rung after the built-in ones, named "user:<name>" (engine/userbackends.py). Its name
-# comes from the user's file, not the request, so it is a pattern rather than one of CONFIGS.
-USER_RUNG_PREFIX = "user:"
-USER_BACKEND_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,39}"
-UserRungName = Annotated[str, StringConstraints(pattern=rf"^{USER_RUNG_PREFIX}{USER_BACKEND_NAME}$")]
-# Any rung of the ladder: a built-in config or a user backend's.
-RungName = ConfigName | UserRungName
-_USER_RUNG = re.compile(rf"^{USER_RUNG_PREFIX}{USER_BACKEND_NAME}$")
-
-
-def user_rung(backend_name: str) -> str:
-    """The rung name of the user's backend called ``backend_name`` ("user:print_ops")."""
-    return f"{USER_RUNG_PREFIX}{backend_name}"
-
-
-def is_rung_name(name: object) -> bool:
-    """A built-in config or a user backend's rung (progress events and timeline phases carry either)."""
-    return isinstance(name, str) and (name in CONFIGS or bool(_USER_RUNG.match(name)))
 
 
 def capture_config(configs: list[str]) -> Config:
@@ -161,18 +138,6 @@ FAILURE_KINDS: dict[FailureKind, str] = {
 # backward, inference) and functionalization's pair (aten: before, functional: after). Dynamo graphs have none.
 GraphKind = Literal["joint", "forward", "backward", "inference", "aten", "functional"]
 GRAPH_KINDS: tuple[GraphKind, ...] = get_args(GraphKind)
-
-# runtime.benchmarks[].correctness.verdict: a rung's compared step against plain eager (contract/report.py Comparison).
-CorrectnessVerdict = Literal["match", "mismatch", "nondeterministic", "not_comparable"]
-CORRECTNESS_VERDICTS: dict[CorrectnessVerdict, str] = {
-    "match": "every output (and gradient) within its tolerance: allclose at the dtype's tolerance, or the float64 "
-    "check; never given when the two sides drew different random numbers",
-    "mismatch": "an output or gradient beyond its tolerance, with both sides on the same random stream",
-    "nondeterministic": "plain eager disagrees with itself from the same state and seed: nothing to compare with",
-    "not_comparable": "the model draws random numbers and the two sides could not be put on one random stream "
-    "(the reason says why): the errors are not a verdict",
-}
-assert tuple(CORRECTNESS_VERDICTS) == get_args(CorrectnessVerdict)
 
 # How a job's child is isolated (docs/security.md): engine/sandbox.py implements them; settings validate the choice.
 IsolationMode = Literal["bubblewrap", "none"]

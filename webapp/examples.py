@@ -16,7 +16,6 @@ ORDER = (
     "attention",
     "conv_bn",
     "recompile",
-    "custom_backend",
     "resnet18",
     "hf_bert",
 )

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from contract.report import Benchmark, Runtime, Timeline, TimelineSpan
 from webapp.numbers import figure, ms, seconds, times
-from webapp.tabs import debug  # noqa: F401 - the debug section, drawn on this tab as view.debug (_debug.html)
 
 # A compiled step whose GPU is busy less than this share of its wall time waits on the host (Python, guards,
 # kernel launches): CUDA graphs (mode="reduce-overhead") remove most of that.
@@ -119,8 +118,6 @@ def benchmark_rows(runtime: Runtime) -> dict:
             correctness = c.verdict + (f" (tol {c.atol:.0e})" if c.atol is not None else "")
             if c.verdict != "match" and c.reason:
                 correctness += f": {c.reason}"
-            elif c.random_stream:  # a model that draws random numbers: say how both sides drew the same ones
-                correctness += f"; random numbers: {c.random_stream}"
         rows.append(
             {
                 "benchmark": b,
