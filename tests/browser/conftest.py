@@ -1,5 +1,7 @@
 """A live pt2scope (werkzeug server thread + a real worker on the SQLite broker) for Playwright in Debian's
-Chromium. One site per session: both browser tests share its worker."""
+Chromium. One site, one worker and one Chromium for the browser tests, closed when they end (package scope): left
+running for the rest of the session, the worker's broker polling and the idle browser were "other processes" to
+every later test that times a job (tests/engine/test_runtime_truth.py counts them as contention)."""
 
 import glob
 import gzip
@@ -42,7 +44,15 @@ class Site:
     worker: Worker
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
+def browser(launch_browser):
+    """pytest-playwright's browser, at package scope (its own is the session's)."""
+    browser = launch_browser()
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="package")
 def site(tmp_path_factory):
     settings = make_settings(tmp_path_factory.mktemp("site"))
     server = make_server("127.0.0.1", 0, create_app(settings), threaded=True)
@@ -74,7 +84,7 @@ def read_sample_report(name: str) -> dict:
         return json.load(f)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def sample_runs(site) -> dict[str, str]:
     """The real sample reports stored as finished runs on the site: name -> slug. Stored through runstore as a
     worker would (tests.support.store_sample_report), so no engine run is needed."""
