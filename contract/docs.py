@@ -14,7 +14,7 @@ import sys
 
 from contract import graphs, userfile
 from contract.report import READABLE_VERSIONS, SCHEMA_VERSION, VERSION_HISTORY, Report
-from contract.vocab import CONFIGS, DEFAULT_CONFIGS, FAILURE_KINDS, STAGES, TIMELINE_PHASES
+from contract.vocab import CONFIGS, CORRECTNESS_VERDICTS, DEFAULT_CONFIGS, FAILURE_KINDS, STAGES, TIMELINE_PHASES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA_PATH = "docs/report-schema.json"
@@ -174,6 +174,8 @@ def _vocabulary() -> list[str]:
     ]
     out += ["", "Failure kinds (`failure.kind`):", "", "| kind | meaning |", "| --- | --- |"]
     out += [f"| `{kind}` | {_cell(meaning)} |" for kind, meaning in FAILURE_KINDS.items()]
+    out += ["", "Correctness verdicts (`runtime.benchmarks[].correctness.verdict`):", "", "| verdict | meaning |"]
+    out += ["| --- | --- |"] + [f"| `{v}` | {_cell(meaning)} |" for v, meaning in CORRECTNESS_VERDICTS.items()]
     out += ["", "Timeline phases (`timeline.phases[].phase`):", "", "| phase | what |", "| --- | --- |"]
     out += [f"| `{phase}` | {_cell(meaning)} |" for phase, meaning in TIMELINE_PHASES.items()]
     out += [

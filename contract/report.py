@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from contract.counts import summarize
 from contract.vocab import (
     ConfigName,
+    CorrectnessVerdict,
     Device,
     FailureKind,
     GraphKind,
@@ -656,7 +657,8 @@ class Comparison(Model):
     and bools exact), or failing that the rung's RMSE against a float64 run at most 2x (3x for half types and
     tensors under 1000 elements) plain eager's plus tol/10 (`fp64_checked`)."""
 
-    verdict: Literal["match", "mismatch", "nondeterministic"] | None = None
+    verdict: CorrectnessVerdict | None = None
+    """([Vocabulary](#vocabulary)); `match` only when every error is within its tolerance"""
     max_abs_error: float | None = None
     max_rel_error: float | None = None
     atol: float | None = None
@@ -667,12 +669,17 @@ class Comparison(Model):
 
 
 class Correctness(Comparison):
-    """`verdict` is the worse of outputs and gradients. `nondeterministic`: eager disagreed with itself, or an
-    Inductor rung of a model that draws random numbers differs (Inductor generates its own: `fallback_random` is
-    off)."""
+    """`verdict` is the worse of outputs and gradients. `nondeterministic`: eager disagreed with itself. A model
+    that draws random numbers (eager differs under another seed) is checked with both sides on one seeded stream:
+    an Inductor rung is compiled a second time with `torch._inductor.config.fallback_random = True` (torch's own
+    RNG ops instead of Inductor's Philox) for the check only, and its timed compile keeps Inductor's RNG;
+    `not_comparable` where that could not be done."""
 
     gradients: Comparison | None = None
     """training: the same over parameter gradients"""
+    random_stream: str | None = None
+    """how the two sides' random numbers were made the same, or why they could not be; null when the model
+    draws none"""
 
 
 class Speedup(Model):
@@ -696,7 +703,7 @@ class Speedup(Model):
 class LadderVerdict(Model):
     config: ConfigName
     stage: Literal["dynamo", "aot_autograd", "inductor"]
-    verdict: Literal["match", "mismatch", "nondeterministic"]
+    verdict: CorrectnessVerdict
 
 
 class LadderCorrectness(Model):

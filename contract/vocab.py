@@ -139,6 +139,18 @@ FAILURE_KINDS: dict[FailureKind, str] = {
 GraphKind = Literal["joint", "forward", "backward", "inference", "aten", "functional"]
 GRAPH_KINDS: tuple[GraphKind, ...] = get_args(GraphKind)
 
+# runtime.benchmarks[].correctness.verdict: a rung's compared step against plain eager (contract/report.py Comparison).
+CorrectnessVerdict = Literal["match", "mismatch", "nondeterministic", "not_comparable"]
+CORRECTNESS_VERDICTS: dict[CorrectnessVerdict, str] = {
+    "match": "every output (and gradient) within its tolerance: allclose at the dtype's tolerance, or the float64 "
+    "check; never given when the two sides drew different random numbers",
+    "mismatch": "an output or gradient beyond its tolerance, with both sides on the same random stream",
+    "nondeterministic": "plain eager disagrees with itself from the same state and seed: nothing to compare with",
+    "not_comparable": "the model draws random numbers and the two sides could not be put on one random stream "
+    "(the reason says why): the errors are not a verdict",
+}
+assert tuple(CORRECTNESS_VERDICTS) == get_args(CorrectnessVerdict)
+
 # How a job's child is isolated (docs/security.md): engine/sandbox.py implements them; settings validate the choice.
 IsolationMode = Literal["bubblewrap", "none"]
 ISOLATION_MODES: tuple[IsolationMode, ...] = get_args(IsolationMode)

@@ -340,6 +340,7 @@ def correctness_text(benchmark) -> str | None:
             "match": "outputs match eager",
             "mismatch": "outputs differ from eager",
             "nondeterministic": "outputs nondeterministic: eager differs from itself",
+            "not_comparable": "not comparable: the model's random numbers could not be drawn as eager's",
         }.get(verdict, verdict)
     error = benchmark.max_abs_error
     if error == 0:

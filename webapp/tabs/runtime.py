@@ -118,6 +118,8 @@ def benchmark_rows(runtime: Runtime) -> dict:
             correctness = c.verdict + (f" (tol {c.atol:.0e})" if c.atol is not None else "")
             if c.verdict != "match" and c.reason:
                 correctness += f": {c.reason}"
+            elif c.random_stream:  # a model that draws random numbers: say how both sides drew the same ones
+                correctness += f"; random numbers: {c.random_stream}"
         rows.append(
             {
                 "benchmark": b,

@@ -106,6 +106,7 @@ class Reference:
 
     def __init__(self, workload: Workload):
         self.workload = workload
+        self.uses_rng = False  # until the run with another seed below says otherwise
         self.inst = workload.fresh()
         self.first_ms, self.outs, self.grads = workload.compared_step(self.inst.model, self.inst)
         # Eager against itself (same state, same seed): a model that disagrees with itself cannot be judged.
@@ -136,6 +137,9 @@ class Reference:
 
     def judge(self, outs: list, grads: dict, *, use_fp64: bool = True) -> dict:
         """{verdict, errors, tolerances, reason, gradients?} of a rung's compared step against this reference."""
+        # A model that draws random numbers: the float64 run draws its own (another dtype, another stream), so it
+        # is no yardstick (an error of 7.9 read as a match beside it); allclose alone decides.
+        use_fp64 = use_fp64 and not self.uses_rng
         result = compare(outs, self.outs, None)
         if result["verdict"] == "mismatch" and use_fp64 and result["max_abs_error"] is not None:
             result = compare(outs, self.outs, self.float64()[0] or None)
@@ -165,24 +169,65 @@ class Reference:
         return result
 
 
-def rung_verdict(rung_result: dict, reference: Reference, backend: str | None) -> dict:
-    """A rung's correctness: nondeterministic when eager disagrees with itself, or when an Inductor rung of a model
-    that draws random numbers differs (Inductor generates its own: fallback_random is off)."""
+RANDOM_STREAM_EAGER = (
+    "both sides draw from torch's generator, seeded alike ({seed}) before the compared step: the random ops run "
+    "as in eager"
+)
+RANDOM_STREAM_FALLBACK = (
+    "checked on the same random stream: this rung compiled a second time with "
+    "torch._inductor.config.fallback_random = True (torch's RNG ops, seeded alike ({seed})) for the check; its "
+    "timed compile keeps Inductor's own RNG, as the user would run it"
+)
+
+
+def fallback_random_backend(mode: str | None):
+    """A backend that compiles like backend="inductor" with ``mode`` but with fallback_random on (Inductor then
+    calls torch's RNG ops, so a seed gives eager's numbers): (backend, None), or (None, why not) where this torch
+    has no such option. A backend of its own, so Dynamo does not hand the timed compile's code to the check."""
+    import torch._inductor.config as inductor_config
+
+    if not hasattr(inductor_config, "fallback_random"):
+        return None, f"torch {torch.__version__} has no torch._inductor.config.fallback_random"
+    try:
+        from torch._inductor.compile_fx import compile_fx
+
+        patches = {**dict(torch._inductor.list_mode_options(mode)), "fallback_random": True}
+    except Exception as exc:  # noqa: BLE001 - private API: say what was missing
+        return None, f"the Inductor API to compile with fallback_random is unavailable ({type(exc).__name__}: {exc})"
+
+    def inductor_fallback_random(gm, example_inputs):
+        return compile_fx(gm, example_inputs, config_patches=patches)
+
+    return inductor_fallback_random, None
+
+
+def rung_verdict(
+    rung_result: dict, reference: Reference, backend: str | None, same_stream: tuple[bool, str] | None = None
+) -> dict:
+    """A rung's correctness. nondeterministic when eager disagrees with itself. For a model that draws random
+    numbers, ``same_stream`` = (whether ``rung_result`` was computed with both sides on one random stream, how or
+    why not): without one the verdict is not_comparable, never match."""
     if not reference.deterministic:
         return {
             **rung_result,
             "verdict": "nondeterministic",
             "reason": "plain eager gives different results from the same state and seed: nothing to compare with",
+            "random_stream": None,
         }
-    if rung_result["verdict"] == "mismatch" and reference.uses_rng and backend == "inductor":
-        return {
-            **rung_result,
-            "verdict": "nondeterministic",
-            "reason": "the model draws random numbers and Inductor generates its own "
-            "(torch._inductor.config.fallback_random is off), so values cannot match eager's; "
-            + (rung_result.get("reason") or ""),
-        }
-    return rung_result
+    if not reference.uses_rng:
+        return {**rung_result, "random_stream": None}
+    if backend != "inductor":
+        return {**rung_result, "random_stream": RANDOM_STREAM_EAGER.format(seed=SEED)}
+    same, how = same_stream or (False, "no same-stream check was run")
+    if same:
+        return {**rung_result, "random_stream": how}
+    return {
+        **rung_result,
+        "verdict": "not_comparable",
+        "reason": "the model draws random numbers and Inductor generates its own (Philox), so its values cannot "
+        f"be compared with eager's: {how}",
+        "random_stream": how,
+    }
 
 
 def first_divergent_stage(entries: list[dict], reference: Reference) -> dict:
@@ -231,9 +276,9 @@ def first_divergent_stage(entries: list[dict], reference: Reference) -> dict:
             )
             return out
         agreed += [r["config"] for r in rungs if r["verdict"] == "match"]
-    undecided = [r["config"] for r in ladder if r["verdict"] == "nondeterministic"]
+    undecided = [r["config"] for r in ladder if r["verdict"] in ("nondeterministic", "not_comparable")]
     out["text"] = (
         f"Every compiled config matches plain eager within tolerance ({', '.join(agreed[1:]) or 'none run'})."
-        + (f" Not judged: {', '.join(undecided)} (random numbers drawn by Inductor)." if undecided else "")
+        + (f" Not judged: {', '.join(undecided)} (random numbers not on eager's stream)." if undecided else "")
     )
     return out

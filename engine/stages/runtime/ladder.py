@@ -9,7 +9,13 @@ import torch
 from contract.vocab import CONFIGS
 from engine.measure.stats import speedup
 from engine.stages.base import Stage
-from engine.stages.runtime.accuracy import Reference, first_divergent_stage, rung_verdict
+from engine.stages.runtime.accuracy import (
+    RANDOM_STREAM_FALLBACK,
+    Reference,
+    fallback_random_backend,
+    first_divergent_stage,
+    rung_verdict,
+)
 from engine.stages.runtime.cudagraphs import CudagraphWatch
 from engine.stages.runtime.profiling import gpu_busy_ms, kernel_profile, memory_bandwidth
 from engine.stages.runtime.rung import Rung
@@ -70,7 +76,8 @@ class LadderStage(Stage):
         # Rungs are not separated by torch._dynamo.reset() (it would drop the code being compared): each gets its
         # own recompile budget instead.
         with ctx.guard("dynamo.recompile_limit"):
-            torch._dynamo.config.recompile_limit = torch._dynamo.config.recompile_limit * len(order)
+            # Twice: an Inductor rung of a model that draws random numbers compiles again for its check.
+            torch._dynamo.config.recompile_limit = torch._dynamo.config.recompile_limit * 2 * len(order)
         entries, rungs = {}, []
         for name in order:
             t0 = job.begin("benchmark", config=name)
@@ -135,6 +142,51 @@ class LadderStage(Stage):
                 )
             job.end("profile", t0)
 
+    def judge(self, name: str, state, entry: dict, outs: list, grads: dict, cudagraph_steps: bool) -> None:
+        """The rung's correctness against eager into ``entry``; an Inductor rung of a model that draws random
+        numbers is judged on a second compile with fallback_random (same_stream_step)."""
+        reference, backend = state.reference, CONFIGS[name].backend
+        if name == "eager":
+            correctness = {
+                "verdict": "match" if reference.deterministic else "nondeterministic",
+                "max_abs_error": 0.0,
+                "max_rel_error": 0.0,
+                "atol": None,
+                "rtol": None,
+                "fp64_checked": False,
+                "reason": "the reference itself",
+                "random_stream": None,
+            }
+        else:
+            same_stream = None
+            if reference.uses_rng and reference.deterministic and backend == "inductor":
+                outs, grads, same_stream = self.same_stream_step(name, state, cudagraph_steps, (outs, grads))
+            correctness = rung_verdict(reference.judge(outs, grads), reference, backend, same_stream)
+        entry["correctness"] = correctness
+        entry["max_abs_error"], entry["max_rel_error"] = correctness["max_abs_error"], correctness["max_rel_error"]
+        if state.workload.train:
+            g = correctness.get("gradients") or {"max_abs_error": 0.0, "max_rel_error": 0.0}
+            entry["grad_max_abs_error"], entry["grad_max_rel_error"] = g["max_abs_error"], g["max_rel_error"]
+
+    def same_stream_step(self, name: str, state, cudagraph_steps: bool, timed: tuple) -> tuple:
+        """The compared step of ``name`` compiled again with fallback_random, seeded like eager: (outs, grads,
+        (True, how)); where that cannot be done, the timed compile's (outs, grads) and (False, why)."""
+        ctx, workload = state.ctx, state.workload
+        backend, why = fallback_random_backend(CONFIGS[name].mode)
+        if backend is None:
+            ctx.mark_unavailable("inductor.fallback_random", why)
+            return (*timed, (False, why))
+        try:
+            with ctx.guard("dynamo.reset_code_state"):
+                torch._dynamo.pgo.reset_code_state()
+            inst = workload.fresh()
+            _, outs, grads = workload.compared_step(
+                torch.compile(inst.model, backend=backend), inst, cudagraph_steps=cudagraph_steps
+            )
+        except Exception as exc:  # noqa: BLE001 - the timed rung stands; only its check is lost
+            return (*timed, (False, f"the check compile with fallback_random failed: {type(exc).__name__}: {exc}"))
+        return outs, grads, (True, RANDOM_STREAM_FALLBACK.format(seed=SEED))
+
     def prepare(self, name: str, state, entries: dict) -> Rung | None:
         """Compile (the recorded config is compiled already), run the compared step, judge it, warm up."""
         ctx, workload, reference = state.ctx, state.workload, state.reference
@@ -163,28 +215,10 @@ class LadderStage(Stage):
                     fn = torch.compile(inst.model, backend=config.backend, mode=config.mode)
                     first_ms, outs, grads = workload.compared_step(fn, inst, cudagraph_steps=cudagraph_steps)
                 entry["first_call_ms"] = round(first_ms, 3)
-                if name == "eager":
-                    verdict = "match" if reference.deterministic else "nondeterministic"
-                    correctness = {
-                        "verdict": verdict,
-                        "max_abs_error": 0.0,
-                        "max_rel_error": 0.0,
-                        "atol": None,
-                        "rtol": None,
-                        "fp64_checked": False,
-                        "reason": "the reference itself",
-                    }
-                else:
-                    correctness = rung_verdict(reference.judge(outs, grads), reference, config.backend)
-                entry["correctness"] = correctness
-                entry["max_abs_error"], entry["max_rel_error"] = (
-                    correctness["max_abs_error"],
-                    correctness["max_rel_error"],
-                )
-                if workload.train:
-                    g = correctness.get("gradients") or {"max_abs_error": 0.0, "max_rel_error": 0.0}
-                    entry["grad_max_abs_error"], entry["grad_max_rel_error"] = g["max_abs_error"], g["max_rel_error"]
-                rung = Rung(name, inst, fn, entry, cudagraph_steps)
+            # Outside the watch: the same-stream check compiles a second time, which is not this rung's CUDA graphs.
+            self.judge(name, state, entry, outs, grads, cudagraph_steps)
+            rung = Rung(name, inst, fn, entry, cudagraph_steps)
+            with watch:
                 rung.step_s = warm_up(workload, rung)
             return rung
         except Exception as exc:  # one failing config must not lose the others
