@@ -58,6 +58,48 @@ def backend_cards(debug: Debug | None, runtime: Runtime | None) -> list[dict]:
     return cards
 
 
+def rung_links(debug: Debug | None) -> dict[str, dict]:
+    """Per user rung (`user:<name>`): {anchor (its backend's card), graphs: [{id, words}]}: the benchmark table
+    links each user rung to the graphs its backend received."""
+    if debug is None:
+        return {}
+    links = {}
+    for backend in debug.user_backends:
+        graphs = [c.graph for c in backend.calls if c.graph]
+        links[backend.rung] = {
+            "anchor": f"backend-{backend.name}",
+            "graphs": [
+                {"id": gid, "words": "the graph it received" if len(graphs) == 1 else f"graph {n}"}
+                for n, gid in enumerate(graphs, 1)
+            ],
+        }
+    return links
+
+
+def overview_words(debug: Debug | None, runtime: Runtime | None) -> str | None:
+    """The Overview's sentence on the user's own backends, or None where the file defines none."""
+    if debug is None or not debug.user_backends:
+        return None
+    rungs = {b.config: b for b in runtime.benchmarks} if runtime is not None else {}
+    parts = []
+    for backend in debug.user_backends:
+        calls = len(backend.calls) + backend.calls_dropped
+        failed = sum(c.status == "failed" for c in backend.calls)
+        benchmark = rungs.get(backend.rung)
+        state = ""
+        if benchmark is not None and benchmark.status == "failed":
+            state = ", its rung failed"
+        elif benchmark is not None and benchmark.correctness is not None:
+            state = f", its outputs {'match' if benchmark.correctness.verdict == 'match' else 'do not match'} eager"
+        parts.append(
+            f"{backend.name} (rung {backend.rung}) received {calls} graph{'' if calls == 1 else 's'}"
+            + (f", raised in {failed}" if failed else "")
+            + state
+        )
+    n = len(debug.user_backends)
+    return f"Your file defines {n} backend{'' if n == 1 else 's'} of its own: " + "; ".join(parts) + "."
+
+
 def backend_summary(backend: UserBackend, benchmark: Benchmark | None) -> str:
     """One backend in a sentence: its calls and how its rung came out."""
     failed = [c for c in backend.calls if c.status == "failed"]
