@@ -5,8 +5,9 @@
 - summary: counts (graphs, graph breaks, recompiles, AOT graphs, kernels) and the compile total, with deltas;
 - compile_seconds: per stage; benchmarks: per config, median, speedup and max error in each run;
 - graphs: each stage's graphs paired (by compile id and kind, else by order), with nodes added, removed and
-  changed. Nodes are matched by what they compute and where it came from, (op, target, source line), not by name:
-  FX names shift whenever an earlier node is added;
+  changed. Nodes are matched by the graph's structure: the op and target of each node, in the graph's order, not
+  by name (FX names shift whenever an earlier node is added) nor by source line (two torch versions' logs, or two
+  versions of a file, put the same ops at other lines: counted as `moved`, never as added and removed);
 - kernels: matched by name, else by graph kind and ATen ops, with a unified diff of their sources;
 - guards: per compile id, the guard lines only one run has (object ids and addresses, which differ in every
   process, are masked first).
@@ -15,7 +16,6 @@
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections import defaultdict
 
@@ -50,9 +50,21 @@ def summary(report: dict) -> dict:
     }
 
 
+_NUMBERING = re.compile(r"\d+")
+# Ops whose target is a name the graph made up (primals_1, arg0_1, _tensor_constant0, output): only its numbering
+# differs from one torch version or run to the next.
+_NAMED_TARGETS = ("placeholder", "get_attr", "output")
+ALIGNED_NODES = 4000  # graphs whose differing middles are longer are matched by key, without their order
+
+
 def node_key(node: dict) -> tuple:
-    """What a node computes and where it came from: its op, target and the user's line behind it."""
-    return (node.get("op"), node.get("target"), os.path.basename(node.get("file") or ""), node.get("line"))
+    """What a node computes: its op and target (a made-up name's numbering masked). Not its name, which shifts
+    whenever an earlier node is added, nor the user's line behind it, which moves with every edit of the file
+    above it and is not what two torch versions' graphs differ in."""
+    op, target = node.get("op"), node.get("target")
+    if op in _NAMED_TARGETS and isinstance(target, str):
+        target = _NUMBERING.sub("#", target)
+    return op, target
 
 
 def _node_view(node: dict) -> dict:
@@ -66,27 +78,55 @@ def _node_view(node: dict) -> dict:
     }
 
 
+def _matched_pairs(a_nodes: list[dict], b_nodes: list[dict]) -> list[tuple[int, int]]:
+    """The nodes of two graphs that are the same op in the same place of the graph's order, as (i in a, j in b):
+    the longest matching sequences of node keys (difflib), after the common start and end. A differing middle
+    too long to align is matched by key alone, in order within a key."""
+    a_keys, b_keys = [node_key(n) for n in a_nodes], [node_key(n) for n in b_nodes]
+    start = 0
+    while start < min(len(a_keys), len(b_keys)) and a_keys[start] == b_keys[start]:
+        start += 1
+    end = 0
+    while end < min(len(a_keys), len(b_keys)) - start and a_keys[-1 - end] == b_keys[-1 - end]:
+        end += 1
+    pairs = [(i, i) for i in range(start)]
+    middle_a, middle_b = a_keys[start : len(a_keys) - end], b_keys[start : len(b_keys) - end]
+    if middle_a and middle_b and max(len(middle_a), len(middle_b)) <= ALIGNED_NODES:
+        matcher = difflib.SequenceMatcher(None, middle_a, middle_b, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            pairs += [(start + block.a + k, start + block.b + k) for k in range(block.size)]
+    elif middle_a and middle_b:
+        pending = defaultdict(list)
+        for i, key in enumerate(middle_a):
+            pending[key].append(start + i)
+        for j, key in enumerate(middle_b):
+            if pending.get(key):
+                pairs.append((pending[key].pop(0), start + j))
+    pairs += [(len(a_keys) - end + k, len(b_keys) - end + k) for k in range(end)]
+    return pairs
+
+
 def diff_nodes(a_nodes: list[dict], b_nodes: list[dict]) -> dict:
-    """Nodes added, removed and changed (same key, other shape, dtype or number of inputs) between two graphs."""
-    pending = defaultdict(list)
-    for node in a_nodes:
-        pending[node_key(node)].append(node)
-    added, changed, same = [], [], 0
-    for node in b_nodes:
-        matches = pending.get(node_key(node))
-        if not matches:
-            added.append(_node_view(node))
-            continue
-        old = matches.pop(0)
+    """Nodes added, removed and changed (same op, other shape, dtype or number of inputs) between two graphs,
+    matched by op and target in the graphs' order (_matched_pairs). ``moved``: matched nodes whose user line
+    differs (the same op, at another line of the file): counted, never an addition and a removal."""
+    added, changed, same, moved = [], [], 0, 0
+    pairs = _matched_pairs(a_nodes, b_nodes)
+    matched_a, matched_b = {i for i, _ in pairs}, {j for _, j in pairs}
+    for i, j in pairs:
+        old, node = a_nodes[i], b_nodes[j]
         what = [field for field in ("shape", "dtype") if old.get(field) != node.get(field)]
         if len(old.get("args") or []) != len(node.get("args") or []):
             what.append("inputs")
+        if old.get("line") != node.get("line"):
+            moved += 1
         if what:
             changed.append({"a": _node_view(old), "b": _node_view(node), "fields": what})
         else:
             same += 1
-    removed = [_node_view(node) for nodes in pending.values() for node in nodes]
-    return {"added": added, "removed": removed, "changed": changed, "same": same}
+    added = [_node_view(node) for j, node in enumerate(b_nodes) if j not in matched_b]
+    removed = [_node_view(node) for i, node in enumerate(a_nodes) if i not in matched_a]
+    return {"added": added, "removed": removed, "changed": changed, "same": same, "moved": moved}
 
 
 def _pair(a_items: list, b_items: list, key) -> list[tuple]:

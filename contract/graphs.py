@@ -7,6 +7,7 @@ and the key it is stored under:
     aot-I             aot.graphs[I] (joint, forward, backward, inference)
     func-I-before     aot.functionalization[I].before (mutations marked); func-I-after the functionalized graph
     postgrad-I        inductor.post_grad_graphs[I] (nodes marked with their kernel)
+    backend-I         debug.backend_graphs[I] (the graph a user's own backend received; Runtime tab)
 
 The pages get the same grammar from static/js/contract.js (generated from here by ``python -m contract.docs``).
 Storage builds each graph's payload (graph_payload) and the sections' outlines (section_outline, graphs without
@@ -27,12 +28,11 @@ PREFIXES = {
     "aot": ("aot", "graphs", "aot"),
     "func": ("aot", "functionalization", "aot"),
     "postgrad": ("inductor", "post_grad_graphs", "inductor"),
+    "backend": ("debug", "backend_graphs", "runtime"),
 }
 FUNCTIONALIZATION_SIDES = ("before", "after")
 # One pattern for Python and (with its named groups rewritten) JavaScript.
-PATTERN = (
-    r"^(?:(?P<prefix>dynamo|aot|postgrad)-(?P<index>\d+)|(?P<func>func)-(?P<func_index>\d+)-(?P<side>before|after))$"
-)
+PATTERN = r"^(?:(?P<prefix>dynamo|aot|postgrad|backend)-(?P<index>\d+)|(?P<func>func)-(?P<func_index>\d+)-(?P<side>before|after))$"
 _GRAPH_ID = re.compile(PATTERN)
 
 
@@ -94,6 +94,10 @@ def post_grad_graph(index: int) -> str:
     return str(GraphId("postgrad", index))
 
 
+def backend_graph(index: int) -> str:
+    return str(GraphId("backend", index))
+
+
 def functionalization_graph(index: int, side: str) -> str:
     return str(GraphId("func", index, side))
 
@@ -124,6 +128,8 @@ def graph_title(graph_id: str, graph: dict) -> str:
         return f"{'Before' if parsed.side == 'before' else 'After'} functionalization {compile_id}"
     if stage == "postgrad":
         return f"Post-grad {kind} graph {compile_id}"
+    if stage == "backend":
+        return f"Graph your backend received, compile {compile_id}"
     return f"{kind.capitalize() or 'AOT'} graph {compile_id}"
 
 
@@ -136,6 +142,8 @@ def graphs_of_tab(tab: str, section: dict) -> list[dict]:
         ids = [aot_graph(i) for i in range(len(section.get("graphs") or []))]
     elif tab == "inductor":
         ids = [post_grad_graph(i) for i in range(len(section.get("post_grad_graphs") or []))]
+    elif tab == "debug":  # the debug section's graphs, drawn on the Runtime tab
+        ids = [backend_graph(i) for i in range(len(section.get("backend_graphs") or []))]
     return [
         {"id": gid, "graph": graph, "title": graph_title(gid, graph)}
         for gid in ids
@@ -217,7 +225,7 @@ def report_graphs(report: dict) -> list[tuple[str, dict]]:
     """Every graph of a report that has a viewer, as (graph id, graph)."""
     graphs = [
         (entry["id"], entry["graph"])
-        for tab in ("dynamo", "aot", "inductor")  # each tab reads its section
+        for tab in ("dynamo", "aot", "inductor", "debug")  # each reads its section
         for entry in graphs_of_tab(tab, report.get(tab) or {})
     ]
     for pair in functionalization_graphs(report.get("aot") or {}):
@@ -231,7 +239,7 @@ def section_outline(section) -> dict | None:
     if not isinstance(section, dict):
         return None
     outline = {}
-    for key in ("graphs", "post_grad_graphs"):
+    for key in ("graphs", "post_grad_graphs", "backend_graphs"):
         if isinstance(section.get(key), list):
             outline[key] = [_without_nodes(graph) for graph in section[key]]
     if isinstance(section.get("functionalization"), list):

@@ -21,14 +21,15 @@ def empty_entry() -> dict:
 
 
 def by_line(report: dict, filename: str) -> dict[int, dict]:
-    """{line: {dynamo: [{graph, node, title}], aten: [...], kernels: [name], totals: {kind: count}}}."""
+    """{line: {dynamo: [{graph, node, title}], aten: [...], kernels: [name], totals: {kind: count}}}; a line whose
+    nodes reached a backend of the user's own (debug.backend_graphs) also has backend: [{graph, node, title}]."""
     lines: dict[int, dict] = defaultdict(empty_entry)
-    dynamo, aot, inductor = (_section(report, name) for name in ("dynamo", "aot", "inductor"))
+    dynamo, aot, inductor, debug = (_section(report, name) for name in ("dynamo", "aot", "inductor", "debug"))
 
     def add(line: int, kind: str, item) -> None:
         entry = lines[line]
-        entry["totals"][kind] += 1
-        if len(entry[kind]) < MAX_PER_LINE:
+        entry["totals"][kind] = entry["totals"].get(kind, 0) + 1
+        if len(entry.setdefault(kind, [])) < MAX_PER_LINE:
             entry[kind].append(item)
 
     def collect(kind: str, graph_id: str, graph: dict):
@@ -50,6 +51,8 @@ def by_line(report: dict, filename: str) -> dict[int, dict]:
     for tab, section in (("aot", aot), ("inductor", inductor)):
         for entry in graphs_of_tab(tab, section):
             collect("aten", entry["id"], entry["graph"])
+    for entry in graphs_of_tab("debug", debug):  # the graphs the user's own backends received
+        collect("backend", entry["id"], entry["graph"])
     for kernel in inductor.get("kernels") or []:
         if not isinstance(kernel, dict):
             continue

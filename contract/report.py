@@ -23,6 +23,7 @@ from contract.vocab import (
     FailureKind,
     GraphKind,
     IsolationMode,
+    RungName,
     StageName,
     TimelinePhaseName,
     TimelineSide,
@@ -701,7 +702,7 @@ class Speedup(Model):
 
 
 class LadderVerdict(Model):
-    config: ConfigName
+    config: RungName
     stage: Literal["dynamo", "aot_autograd", "inductor"]
     verdict: CorrectnessVerdict
 
@@ -770,7 +771,8 @@ class CudaGraphs(Model):
 class Benchmark(Model):
     """One config of the ladder. The timing fields are null when the config failed."""
 
-    config: ConfigName
+    config: RungName
+    """a built-in config, or `user:<name>` for a backend the user's file defines (`debug.user_backends`)"""
     label: str
     backend: str | None
     mode: str | None
@@ -1082,7 +1084,7 @@ class Stage(Model):
 
     name: StageName
     seconds: float
-    config: ConfigName | None = None
+    config: RungName | None = None
     """dynamo, aot, inductor, benchmark: the config"""
     median_ms: float | None = None
     """benchmark"""
@@ -1151,7 +1153,7 @@ class TimelinePhase(Model):
     depth: int = 0
     """0: a top-level phase (these follow each other and cover the job); 1: a part of the phase around it, or work
     of another side done meanwhile (the report stored while the child runs its warm compile)"""
-    config: ConfigName | None = None
+    config: RungName | None = None
     """benchmark: the config"""
     ahead: bool = False
     """a phase of the prestart: before the job was handed to its prestarted child (sandbox, imports, memory
@@ -1299,6 +1301,10 @@ class TraceImport(Model):
     """the words the pages use: 'not in a TORCH_TRACE log'"""
 
 
+# The debug section's models build on Model and Graph above (contract/debug.py).
+from contract.debug import Debug  # noqa: E402
+
+
 class Report(Model):
     """One JSON document per job, written by the engine (`engine/child.py`, via `engine/reportfile.py`) and read by
     the workers, the database and the pages. It is the one contract between them. Rules:
@@ -1335,6 +1341,8 @@ class Report(Model):
     aot: Aot = Field(default_factory=Aot)
     inductor: Inductor = Field(default_factory=Inductor)
     runtime: Runtime = Field(default_factory=Runtime)
+    debug: Debug = Field(default_factory=Debug)
+    """the user's own backends and memory per rung"""
     user_output: UserOutput = Field(default_factory=UserOutput)
     isolation: Isolation = Field(default_factory=Isolation)
     """written by the parent, never the child"""

@@ -8,9 +8,12 @@ from here.
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
+
+from pydantic import StringConstraints
 
 # Each set of names is one Literal type, spelled once: the report's models (contract/report.py) and the type checker
 # read the type, the code that iterates reads the tuple taken from it (get_args), and a table of meanings keyed by
@@ -64,6 +67,26 @@ DEFAULT_CONFIGS: dict[Device, list[ConfigName]] = {
 }
 DEVICES: tuple[Device, ...] = get_args(Device)
 assert tuple(DEFAULT_CONFIGS) == DEVICES
+
+# A rung of the user's own backend: the user's file defines `backend = fn` or `backends = {"name": fn}` (the series'
+# Part 4), and each becomes a rung after the built-in ones, named "user:<name>" (engine/userbackends.py). Its name
+# comes from the user's file, not the request, so it is a pattern rather than one of CONFIGS.
+USER_RUNG_PREFIX = "user:"
+USER_BACKEND_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,39}"
+UserRungName = Annotated[str, StringConstraints(pattern=rf"^{USER_RUNG_PREFIX}{USER_BACKEND_NAME}$")]
+# Any rung of the ladder: a built-in config or a user backend's.
+RungName = ConfigName | UserRungName
+_USER_RUNG = re.compile(rf"^{USER_RUNG_PREFIX}{USER_BACKEND_NAME}$")
+
+
+def user_rung(backend_name: str) -> str:
+    """The rung name of the user's backend called ``backend_name`` ("user:print_ops")."""
+    return f"{USER_RUNG_PREFIX}{backend_name}"
+
+
+def is_rung_name(name: object) -> bool:
+    """A built-in config or a user backend's rung (progress events and timeline phases carry either)."""
+    return isinstance(name, str) and (name in CONFIGS or bool(_USER_RUNG.match(name)))
 
 
 def capture_config(configs: list[str]) -> Config:

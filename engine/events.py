@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 
-from contract.vocab import CONFIGS, FAILURE_KINDS, STAGES
+from contract.vocab import FAILURE_KINDS, STAGES, is_rung_name
 
 MAX_LINE_BYTES = 64 * 1024  # a longer line is not ours: dropped whole
 MAX_EVENTS = 5000  # forwarded per job (each one is a database row)
@@ -42,7 +42,7 @@ def parse(line: bytes) -> dict | None:
             event[key] = float(value)
     config = raw.get("config")
     if config is not None:
-        if not (isinstance(config, str) and config in CONFIGS):
+        if not is_rung_name(config):
             return None
         event["config"] = config
     kind = raw.get("kind")

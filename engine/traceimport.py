@@ -324,6 +324,46 @@ def _partitions(aot_graphs: list[dict]) -> list[dict]:
     return out
 
 
+def log_versions(log: RankLog) -> dict:
+    """The torch (and Triton, CUDA, Python) versions that wrote the log: the torch_version artifact where torch
+    logs one (2.13), else what every compile's compilation_metrics names (torch 2.11 logs no artifact).
+    {torch_version, triton_version, cuda_version, python_version}, each None where the log names none."""
+    found: dict = {}
+    for event in log.events("artifact:torch_version"):
+        if event["payload"]:
+            try:
+                payload = json.loads(event["payload"])
+            except ValueError:
+                continue
+            if isinstance(payload, dict):
+                found = payload
+                break
+    if not found.get("pytorch_version"):
+        for name in ("compilation_metrics", "compilation_metrics_runtime", "bwd_compilation_metrics"):
+            metrics = next(
+                (
+                    e["metadata"]
+                    for e in log.events(name)
+                    if isinstance(e["metadata"], dict) and e["metadata"].get("pytorch_version")
+                ),
+                None,
+            )
+            if metrics:
+                found = {**metrics, **{k: v for k, v in found.items() if v}}
+                break
+
+    def text(key: str):
+        value = found.get(key)
+        return value.split(" ", 1)[0] if isinstance(value, str) and value else None  # "3.12.3 (main, ...)"
+
+    return {
+        "torch_version": text("pytorch_version"),
+        "triton_version": text("triton_version"),
+        "cuda_version": text("cuda_version"),
+        "python_version": text("python_version"),
+    }
+
+
 def build_report(log: RankLog, source_name: str) -> dict:
     user_file = user_file_of(log)
     user_base = os.path.basename(user_file) if user_file else source_name
@@ -332,14 +372,7 @@ def build_report(log: RankLog, source_name: str) -> dict:
     report = empty_report(import_request(user_base, device or "cpu"))
     report["status"] = "ok"
     report["source"] = {"filename": user_base, "code": "", "path": user_file, "not_in_log": True}
-    versions = [e for e in log.events("artifact:torch_version") if e["payload"]]
-    torch_version = None
-    if versions:
-        try:
-            torch_version = json.loads(versions[0]["payload"]).get("pytorch_version")
-        except (ValueError, AttributeError):
-            pass
-    report["environment"].update(torch_version=torch_version, device=device, devices=sorted(devices), rank=log.log.rank)
+    report["environment"].update(log_versions(log), device=device, devices=sorted(devices), rank=log.log.rank)
 
     dynamo = report["dynamo"]
     dynamo["graphs"] = [_graph(e) for e in log.events("dynamo_output_graph") if e["payload"]]

@@ -1,18 +1,20 @@
 """Load the user's model file (child process only: this executes untrusted code).
 
 Convention: top-level ``model`` (nn.Module or callable), ``example_inputs`` (a tuple of arguments, a zero-argument
-callable returning one, or a list of tuples called in turn), optional ``train = True`` and ``loss_fn(output)``.
+callable returning one, or a list of tuples called in turn), optional ``train = True`` and ``loss_fn(output)``,
+optional ``backend = fn`` / ``backends = {"name": fn}``: the user's own backends (engine/userbackends.py).
 The file runs with the target device as torch's default device; modules and tensors are then moved to it, so
 one file serves CPU and CUDA. Every problem raises UserCodeError naming the cause and the user's line.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 import traceback
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.utils._pytree as pytree
@@ -50,6 +52,7 @@ class UserProgram:
     loss_fn: object
     is_sequence: bool  # example_inputs was a list: the user is showing several calls (recompiles)
     train_reason: str = ""  # why this is a training or an inference job, in words (report: runtime.mode.reason)
+    backends: dict = field(default_factory=dict)  # name -> the user's backend fn(gm, example_inputs), in file order
 
 
 def user_line(exc: BaseException, filename: str) -> int | None:
@@ -146,7 +149,26 @@ def load(source: str, filename: str, device: str, train_override: bool | None) -
     loss_fn = namespace.get("loss_fn")
     if loss_fn is not None and not callable(loss_fn):
         raise UserCodeError("bad_value", "`loss_fn` must be a function of the model's output", file=filename)
-    return UserProgram(model, inputs_list, train, loss_fn, is_sequence, reason)
+    from engine.userbackends import user_backends
+
+    backends = user_backends(namespace, filename, lambda name: assignment_line(source, name))
+    return UserProgram(model, inputs_list, train, loss_fn, is_sequence, reason, backends)
+
+
+def assignment_line(source: str, name: str) -> int | None:
+    """The line of the last top-level statement that assigns ``name`` (``name = ...``), or None."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    lines = [
+        node.lineno
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id == name
+    ]
+    return lines[-1] if lines else None
 
 
 def _as_args(value, filename: str) -> tuple:

@@ -712,7 +712,7 @@ def line_provenance_text(session: Session, run: Run, line: int) -> str:
         return body
     if session.get(ReportPiece, (run.id, PROVENANCE_DERIVED)) is not None:
         return _json_text(provenance.empty_entry())  # derived already: nothing came from this line
-    pieces = provenance.by_line(load_sections(session, run, ["dynamo", "aot", "inductor"]), run.filename)
+    pieces = provenance.by_line(load_sections(session, run, ["dynamo", "aot", "inductor", "debug"]), run.filename)
     try:
         session.add(ReportPiece(run_id=run.id, key=PROVENANCE_DERIVED, body="true"))
         session.add_all(

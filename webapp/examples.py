@@ -16,6 +16,7 @@ ORDER = (
     "attention",
     "conv_bn",
     "recompile",
+    "custom_backend",
     "resnet18",
     "hf_bert",
 )

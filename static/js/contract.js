@@ -3,8 +3,8 @@
 
 export const STAGES = ["load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "warm_compile"];
 export const CONFIGS = ["eager", "backend_eager", "aot_eager", "inductor_default", "inductor_reduce_overhead", "inductor_max_autotune"];
-export const GRAPH_ID = new RegExp("^(?:(?<prefix>dynamo|aot|postgrad)-(?<index>\\d+)|(?<func>func)-(?<func_index>\\d+)-(?<side>before|after))$");
-const TAB_OF_GRAPH_PREFIX = {"dynamo": "dynamo", "aot": "aot", "func": "aot", "postgrad": "inductor"};
+export const GRAPH_ID = new RegExp("^(?:(?<prefix>dynamo|aot|postgrad|backend)-(?<index>\\d+)|(?<func>func)-(?<func_index>\\d+)-(?<side>before|after))$");
+const TAB_OF_GRAPH_PREFIX = {"dynamo": "dynamo", "aot": "aot", "func": "aot", "postgrad": "inductor", "backend": "runtime"};
 
 /** The report tab that draws the graph with this id, or null for a string that is not a graph id. */
 export function graphTab(graphId) {

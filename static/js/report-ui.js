@@ -77,6 +77,8 @@ async function selectLine(line) {
     element("pre", { className: "text", textContent: code }),
     nodeList("Dynamo nodes", entry.dynamo, totals.dynamo),
     nodeList("ATen nodes", entry.aten, totals.aten),
+    // The graphs a backend of the user's own received (Runtime tab): only where this line reached one.
+    ...(entry.backend?.length ? [nodeList("Nodes your backends received", entry.backend, totals.backend)] : []),
     element("div", { className: "prov-group" }, [
       element("h4", { textContent: `Kernels (${totals.kernels ?? entry.kernels.length})` }),
       entry.kernels.length

@@ -207,3 +207,24 @@ def test_presentation_mode_and_print_hide_the_chrome(site, sample_runs, page):
     page.emulate_media(media="print")
     expect(page.locator("nav.tabs")).to_be_hidden()
     expect(page.locator(f"#kernel-{SEED_KERNEL} .kernel-source")).to_be_visible()
+
+
+def test_the_runtime_tab_shows_the_users_backend_rung_and_opens_the_graph_it_received(site, sample_runs, page):
+    """Issue 22 item 5: examples/custom_backend.py's `backend = print_ops` is a rung; its link opens the graph."""
+    page.goto(report_url(site, sample_runs, "custom_backend", "runtime"))
+    row = page.locator('#runtime-benchmarks tr[data-config="user:print_ops"]')
+    expect(row).to_contain_text("your backend print_ops")
+    row.locator("a.backend-graph-link").click()
+    expect(page).to_have_url(re.compile("#graph-backend-0$"))
+    graph = page.locator("#graph-backend-0")
+    expect(graph).to_be_in_viewport()
+    expect(graph).to_have_attribute("data-state", "ready")
+    expect(graph.locator("h3")).to_have_text("Graph your backend received, compile 0/1")
+    page.goto(report_url(site, sample_runs, "custom_backend", "runtime") + "#graph-backend-0/relu")
+    expect(graph).to_have_attribute("data-selected", "relu")
+    details = graph.locator(".graph-info")
+    expect(details).to_contain_text("torch.relu")
+    expect(details.locator("a.line-link")).to_have_text("custom_backend.py:21")  # the user's line
+    details.locator("a.line-link").click()
+    box = page.locator("#line-provenance")
+    expect(box).to_contain_text("Nodes your backends received (4)")

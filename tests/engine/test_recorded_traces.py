@@ -89,3 +89,21 @@ def test_compile_time_and_timeline_from_gpu_metrics(name):
     spans = timeline([e for e in events if e["event"] == "chromium_event" and e["payload"]])
     assert spans[0]["start_ms"] == 0 and all(s["dur_ms"] >= 0 for s in spans)
     assert {"dynamo", "entire_frame_compile"} <= {s["name"] for s in spans}
+
+
+def test_an_imported_torch_2_11_log_names_its_torch_version():
+    """torch 2.11 logs no torch_version artifact (2.13 does): the versions come from each compile's
+    compilation_metrics, so the report (and the diff page's side) names torch 2.11."""
+    from engine.traceimport import import_trace
+
+    (report,) = import_trace(os.path.join(TRACES, "graph_break.trace.log"), "graph_break.trace.log")
+    environment = report["environment"]
+    assert environment["torch_version"] == "2.11.0+cu130"
+    assert (environment["triton_version"], environment["cuda_version"], environment["python_version"]) == (
+        "3.6.0",
+        "13.0",
+        "3.12.3",
+    )
+    cpu_213 = os.path.join(TRACES, "..", "traces-cpu-torch2.13", "graph_break.trace.log")
+    (report,) = import_trace(cpu_213, "graph_break.trace.log")
+    assert report["environment"]["torch_version"] == "2.13.0+cu130"  # from its torch_version artifact

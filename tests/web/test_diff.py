@@ -5,6 +5,7 @@ import json
 import os
 
 from contract.diff import compare, diff_nodes, guard_lines
+from contract.graphs import find_graph, graph_section
 
 REPORTS = os.path.join(os.path.dirname(__file__), "..", "fixtures", "reports")
 
@@ -45,7 +46,7 @@ def test_nodes_match_by_what_they_compute_not_by_name():
     (changed,) = result["changed"]
     assert (changed["a"]["name"], changed["b"]["name"], changed["fields"]) == ("mul", "mul_1", ["shape"])
     assert result["same"] == 2  # x, and sin renamed sin_1: not a change
-    assert diff_nodes(a, a) == {"added": [], "removed": [], "changed": [], "same": 3}
+    assert diff_nodes(a, a) == {"added": [], "removed": [], "changed": [], "same": 3, "moved": 0}
 
 
 def test_a_report_against_itself_differs_in_nothing():
@@ -98,3 +99,40 @@ def test_guard_lines_ignore_object_ids_and_where_they_were_made():
     other["dynamo"]["guards"][0]["text"] += "\n| +- GUARD_ADDED_HERE: x.size()[0] == 8"
     (row,) = compare(seed, other)["guards"]
     assert row["only_b"] == ["| +- GUARD_ADDED_HERE: x.size()[0] == 8"] and row["only_a"] == []
+
+
+def test_the_same_ops_at_other_lines_are_not_added_and_removed():
+    """Issue 22 item 7: nodes are matched by the graph's structure (op and target, in order), not by line."""
+    a = [
+        node("arg0_1", "arg0_1", None, op="placeholder"),
+        node("mm", "aten.mm.default", 3, args=["arg0_1", "arg0_1"]),
+        node("relu", "aten.relu.default", 3, args=["mm"]),
+    ]
+    # The same graph from another torch version's log of a file one line longer: other lines, other numbering.
+    b = [
+        node("arg1_1", "arg1_1", None, op="placeholder"),
+        node("mm_1", "aten.mm.default", 4, args=["arg1_1", "arg1_1"]),
+        node("relu_1", "aten.relu.default", 4, args=["mm_1"]),
+    ]
+    result = diff_nodes(a, b)
+    assert (result["added"], result["removed"], result["changed"]) == ([], [], [])
+    assert result["same"] == 3 and result["moved"] == 2
+    # Order is structure: the same ops in another order are a change.
+    swapped = diff_nodes(a, [a[0], a[2], a[1]])
+    assert len(swapped["added"]) == 1 and len(swapped["removed"]) == 1 and swapped["same"] == 2
+
+
+def test_two_torch_versions_logs_of_one_model_diff_by_structure():
+    """The same g(x, w) (print and .item() breaks) logged by torch 2.11 on an H200 and by torch 2.13 on this CPU,
+    its file one line longer (tests/fixtures/traces-cpu-torch2.13/graph_break.py): every graph the same ops."""
+    old, new = report("import_graph_break_torch2_11"), report("import_graph_break_torch2_13")
+    graphs = compare(old, new)["graphs"]
+    assert len(graphs) == 9  # 3 Dynamo, 3 AOT inference, 3 post-grad graphs
+    for graph in graphs:
+        assert graph["identical"], (graph["title"], graph["added"], graph["removed"])
+        assert graph["moved"] == sum(n["op"].startswith("call_") for n in _nodes(new, graph))
+
+
+def _nodes(report_, graph):
+    section = report_[graph_section(graph["b_id"])]
+    return find_graph(section, graph["b_id"])["nodes"]

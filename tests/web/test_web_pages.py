@@ -34,6 +34,7 @@ def test_home_offers_the_gallery_in_order(client):
         "attention",
         "conv_bn",
         "recompile",
+        "custom_backend",
         "resnet18",
         "hf_bert",
         "tiny_gpt",

@@ -31,7 +31,7 @@ PART_VIEWS = {
 }
 _SECTION_TYPES: dict[str, TypeAdapter] = {name: TypeAdapter(hint) for name, hint in get_type_hints(Report).items()}
 # Where stored outlines (contract.graphs.section_outline) left a graph's nodes out: the viewer fetches them.
-_GRAPH_LISTS = ("graphs", "post_grad_graphs")
+_GRAPH_LISTS = ("graphs", "post_grad_graphs", "backend_graphs")
 
 
 def section_models(sections: dict) -> dict:

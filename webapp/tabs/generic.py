@@ -13,7 +13,7 @@ from contract.graphs import functionalization_graphs, graphs_of_tab
 # when its fold is opened.
 INLINE_FIELD_BYTES = 4000
 # The graph lists of each stage section, as contract/graphs.py reads them.
-GRAPH_LISTS = {"dynamo": "graphs", "aot": "graphs", "inductor": "post_grad_graphs"}
+GRAPH_LISTS = {"dynamo": "graphs", "aot": "graphs", "inductor": "post_grad_graphs", "debug": "backend_graphs"}
 
 
 def graph_entries(tab: str, section) -> list[dict]:

@@ -19,6 +19,7 @@ from contract.vocab import capture_config
 from storage.models import IMPORT
 from storage.runstore import SECTIONS_READY_AFTER
 from webapp.numbers import ms, seconds
+from webapp.tabs import debug as debug_view
 from webapp.tabs.dynamo import break_labels, break_places, failed_guards, short_reason
 from webapp.tabs.runtime import Outcome, outcome
 
@@ -187,6 +188,7 @@ def story(models: dict, *, facts: Facts, progress: list[dict], failure: dict | N
         "stages": stages,
         "headlines": headlines(models, facts, failure)[:3],
         "note": times_note(runtime, facts),
+        "user_backends": debug_view.overview_words(models.get("debug"), runtime),
     }
 
 

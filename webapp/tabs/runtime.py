@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from contract.report import Benchmark, Runtime, Timeline, TimelineSpan
 from webapp.numbers import figure, ms, seconds, times
+from webapp.tabs import debug  # noqa: F401 - the debug section, drawn on this tab as view.debug (_debug.html)
 
 # A compiled step whose GPU is busy less than this share of its wall time waits on the host (Python, guards,
 # kernel launches): CUDA graphs (mode="reduce-overhead") remove most of that.

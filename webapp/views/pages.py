@@ -25,8 +25,8 @@ STAGE_TABS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", 
 TABS = {"overview": "Overview", **STAGE_TABS}
 NOT_IN_OVERVIEW = [*STAGE_TABS, "source", "trace_import"]  # an import's facts head every tab instead
 # Sections a stage tab reads besides its own: the Inductor tab times its kernels with the runtime's profile, the
-# Runtime tab draws the job's timeline.
-EXTRA_SECTIONS = {"inductor": ["runtime"], "runtime": ["timeline"]}
+# Runtime tab draws the job's timeline and the debug section (the user's backends, memory per rung).
+EXTRA_SECTIONS = {"inductor": ["runtime"], "runtime": ["timeline", "debug"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
 DRAWN_FIELDS = {
     "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "summary", "not_in_log"},

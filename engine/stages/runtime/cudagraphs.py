@@ -62,8 +62,8 @@ class _ListHandler(logging.Handler):
 
 
 def cudagraph_status(device: str, config_name: str, texts: list[str], skips: int, messages: list[str] = ()) -> dict:
-    config = CONFIGS[config_name]
-    if config.mode != "reduce-overhead":
+    config = CONFIGS.get(config_name)  # a user backend's rung is no built-in config: no mode, no CUDA graphs
+    if config is None or config.mode != "reduce-overhead":
         return {"status": "not_requested"}
     if device != "cuda":
         return {

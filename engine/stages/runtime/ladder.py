@@ -21,7 +21,8 @@ from engine.stages.runtime.profiling import gpu_busy_ms, kernel_profile, memory_
 from engine.stages.runtime.rung import Rung
 from engine.stages.runtime.timing import latency, time_rounds, warm_up
 from engine.stages.runtime.workload import SEED
-from engine.usercode import user_failure
+from engine.userbackends import RecordingBackend, rung_config
+from engine.usercode import describe, user_failure
 
 
 class ReferenceStage(Stage):
@@ -64,7 +65,15 @@ class LadderStage(Stage):
         state, ctx, workload = job.state, job.state.ctx, job.state.workload
         device, target, reference = ctx.device, state.target, state.reference
         rt = job.report["runtime"]
-        configs = job.request["configs"]
+        # The user's own backends (engine/userbackends.py) are rungs after the requested configs.
+        state.user_rungs = {
+            rung_config(name, fn).name: (
+                rung_config(name, fn),
+                RecordingBackend(name, fn, ctx.user_file, job.report["debug"]),
+            )
+            for name, fn in state.program.backends.items()
+        }
+        configs = job.request["configs"] + list(state.user_rungs)
         order = [n for n in ["eager", target.name] + configs if n in configs]
         order = list(dict.fromkeys(order))
         measured = getattr(state, "memory_bandwidth", None)  # by the prestarted child, before its job (engine.child)
@@ -190,7 +199,7 @@ class LadderStage(Stage):
     def prepare(self, name: str, state, entries: dict) -> Rung | None:
         """Compile (the recorded config is compiled already), run the compared step, judge it, warm up."""
         ctx, workload, reference = state.ctx, state.workload, state.reference
-        config = CONFIGS[name]
+        config, backend = state.user_rungs[name] if name in state.user_rungs else (CONFIGS[name], CONFIGS[name].backend)
         cudagraph_steps = config.mode == "reduce-overhead" and ctx.device == "cuda"
         entry = entries[name] = {
             "config": name,
@@ -212,7 +221,7 @@ class LadderStage(Stage):
                     with ctx.guard("dynamo.reset_code_state"):  # automatic-dynamic memory is per code object
                         torch._dynamo.pgo.reset_code_state()
                     inst = workload.fresh()
-                    fn = torch.compile(inst.model, backend=config.backend, mode=config.mode)
+                    fn = torch.compile(inst.model, backend=backend, mode=config.mode)
                     first_ms, outs, grads = workload.compared_step(fn, inst, cudagraph_steps=cudagraph_steps)
                 entry["first_call_ms"] = round(first_ms, 3)
             # Outside the watch: the same-stream check compiles a second time, which is not this rung's CUDA graphs.
@@ -222,6 +231,8 @@ class LadderStage(Stage):
                 rung.step_s = warm_up(workload, rung)
             return rung
         except Exception as exc:  # one failing config must not lose the others
-            entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+            # What the backend itself raised (torch wraps it in BackendCompilerFailed), at the user's line.
+            error, _ = describe(getattr(exc, "inner_exception", None) or exc, ctx.user_file)
+            entry.update(status="failed", error=error[:2000])
             ctx.error(f"benchmark:{name}", exc)
             return None
