@@ -149,6 +149,80 @@ def test_each_recompile_names_its_call_its_failed_guards_and_its_dynamic_dims(re
     assert "User stack trace" not in json.dumps(second["reasons"])
 
 
+# The user's entry point behind each recompile: an nn.Sequential (its forward is torch's; torch.compile wraps it in
+# torch/_dynamo/external_utils.py's `inner`), a user nn.Module subclass and a plain function, each called with two
+# batch sizes.
+ENTRY_POINTS = {
+    "sequential": (
+        """import torch
+from torch import nn
+
+model = nn.Sequential(
+    nn.Linear(8, 16),
+    nn.ReLU(),
+)
+example_inputs = [(torch.randn(2, 8),), (torch.randn(3, 8),)]
+""",
+        "model (torch.nn.Sequential)",
+        4,
+    ),
+    "module": (
+        """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 16)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+model = Net()
+example_inputs = [(torch.randn(2, 8),), (torch.randn(3, 8),)]
+""",
+        "Net.forward",
+        10,
+    ),
+    "function": (
+        """import torch
+
+
+def scaled(x):
+    return (x * 2).sin()
+
+
+model = scaled
+example_inputs = [(torch.randn(2, 8),), (torch.randn(3, 8),)]
+""",
+        "scaled",
+        4,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ENTRY_POINTS))
+def test_a_recompile_names_the_users_module_or_function_and_line_never_a_torch_frame(tmp_path, case):
+    code, function, line = ENTRY_POINTS[case]
+    report, _ = run_code(tmp_path, code, configs=["eager", "backend_eager"])
+    assert report["status"] == "ok", report["failure"]
+    (recompile,) = report["dynamo"]["recompiles"]
+    assert (recompile["function"], recompile["file"], recompile["line"]) == (function, "model.py", line)
+    assert recompile["where"] == f"model.py:{line}"
+    assert recompile["text"].startswith(f"Recompiled {function} at model.py:{line} for the call on example_inputs[1]")
+    named = json.dumps({k: v for k, v in recompile.items() if k != "torch_frame"})
+    assert "external_utils" not in named and "inner" not in named and "/torch/" not in named
+    if case == "sequential":  # torch's own frame is kept, apart
+        assert "inner at " in recompile["torch_frame"] and "external_utils.py:" in recompile["torch_frame"]
+    else:
+        assert recompile["torch_frame"] is None
+    # The bytecode of torch's wrapper says which of the user's modules it runs; the user's own code needs no word.
+    called_as = [b["called_as"] for b in report["dynamo"]["bytecode"]]
+    assert called_as and set(called_as) == {f"{function} at model.py:{line}" if case == "sequential" else None}
+
+
 def test_guard_counts_are_torchs_and_the_same_everywhere(recompiling):
     guards = recompiling["dynamo"]["guards"]
     assert [g["compile_id"] for g in guards] == ["0/0", "0/1", "0/2"] and all(g["count"] > 0 for g in guards)
