@@ -167,19 +167,21 @@ def entry_point(model, source: str, filename: str) -> dict:
             else:
                 name = getattr(code, "co_qualname", code.co_name)  # Python 3.11+
             return {"function": name, "file": filename, "line": code.co_firstlineno}
-        return {"function": f"model ({_class_name(type(model))})", "file": filename, "line": _model_line(source)}
+        named = model if not isinstance(model, torch.nn.Module) and hasattr(model, "__qualname__") else type(model)
+        return {"function": f"model ({_class_name(named)})", "file": filename, "line": _model_line(source)}
     except Exception:  # noqa: BLE001 - a name for the pages, never a reason to fail the job
         return {"function": "model", "file": filename, "line": _model_line(source)}
 
 
-def _class_name(cls: type) -> str:
+def _class_name(cls) -> str:
     """torch's classes by their public name (torch.nn.Sequential, not torch.nn.modules.container.Sequential); the
-    user's by their own."""
+    user's by their own; a function (torch.sin) likewise."""
     module = getattr(cls, "__module__", "") or ""
     if module == "user_model" or module == "builtins":
         return cls.__qualname__
-    if module.startswith("torch.nn.") and getattr(torch.nn, cls.__name__, None) is cls:
-        return f"torch.nn.{cls.__name__}"
+    for namespace, public in ((torch.nn, "torch.nn"), (torch, "torch")):
+        if module.startswith("torch") and getattr(namespace, cls.__name__, None) is cls:
+            return f"{public}.{cls.__name__}"
     return f"{module}.{cls.__qualname__}" if module else cls.__qualname__
 
 

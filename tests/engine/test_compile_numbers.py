@@ -9,6 +9,7 @@ import json
 import os
 
 import pytest
+import torch
 
 from contract.compile_id import CompileId, canonical, compile_key
 from contract.counts import COUNTS, summarize
@@ -21,6 +22,7 @@ from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the D
 from engine.stages import inductor as inductor_stage
 from engine.stages.dynamo import parse_recompiles
 from engine.stages.runtime import compile_times  # noqa: F401 - registers the compile-metrics and timeline readers
+from engine.usercode import entry_point
 from tests.engine.conftest import run_code
 from webapp.tabs import aot as aot_view
 from webapp.tabs import dynamo as dynamo_view
@@ -221,6 +223,24 @@ def test_a_recompile_names_the_users_module_or_function_and_line_never_a_torch_f
     # The bytecode of torch's wrapper says which of the user's modules it runs; the user's own code needs no word.
     called_as = [b["called_as"] for b in report["dynamo"]["bytecode"]]
     assert called_as and set(called_as) == {f"{function} at model.py:{line}" if case == "sequential" else None}
+
+
+def test_the_users_name_for_a_module_whose_forward_is_torchs():
+    """engine.usercode.entry_point, without a job: torch's classes by their public name, the user's by theirs, at
+    the line that assigns `model` (the last one, where several do)."""
+    source = "import torch\n\nclass MySeq(torch.nn.Sequential):\n    pass\n\nmodel = None\nmodel = MySeq()\n"
+    my_seq = type("MySeq", (torch.nn.Sequential,), {"__module__": "user_model"})
+    assert entry_point(my_seq(), source, "model.py") == {"function": "model (MySeq)", "file": "model.py", "line": 7}
+    assert entry_point(torch.nn.Linear(2, 2), "model: object = 1\n", "model.py") == {
+        "function": "model (torch.nn.Linear)",
+        "file": "model.py",
+        "line": 1,
+    }
+    assert entry_point(torch.sin, "from torch import sin as model\n", "model.py") == {
+        "function": "model (torch.sin)",
+        "file": "model.py",
+        "line": None,
+    }
 
 
 def test_guard_counts_are_torchs_and_the_same_everywhere(recompiling):
