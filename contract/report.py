@@ -244,7 +244,20 @@ class Recompile(Model):
     text: str | None = None
     """the whole recompile in words: which call, which guards failed, what became dynamic"""
     function: str | None = None
+    """the user's module or function that was recompiled: `"scaled"`, `"Net.forward"`; a module whose forward is
+    torch's (`nn.Sequential`, `nn.Linear`) by the user's variable and its class, `"model (torch.nn.Sequential)"`
+    (torch.compile runs it through its own wrapper frame, named in `torch_frame`)"""
     where: str | None = None
+    """`"<file>:<line>"` of `function`: the def line, or the line that assigns `model` for a module whose forward
+    is torch's"""
+    file: str | None = None
+    """the file of `function` (the user's file, e.g. `"model.py"`)"""
+    line: int | None = None
+    """the line of `function` in `file` (null when unknown)"""
+    torch_frame: str | None = None
+    """the frame Dynamo compiled, as torch names it, when it is torch's own code rather than the user's:
+    `"inner at .../torch/_dynamo/external_utils.py:67"` (torch.compile's wrapper around a torch.nn module); null
+    when the frame is the user's. In a report imported from a TORCH_TRACE log `function` stays torch's name"""
 
 
 class Bytecode(Model):
@@ -260,6 +273,10 @@ class Bytecode(Model):
     decompiled: str | None
     """Dynamo's bytecode as Python (depyf); null without depyf"""
     decompile_error: str | None = None
+    called_as: str | None = None
+    """when this frame is torch's own code (torch.compile's `inner` wrapper around an `nn.Sequential`): the user's
+    module or function it runs, `"model (torch.nn.Sequential) at model.py:4"` (Recompile.function's naming);
+    null for the user's code"""
 
 
 class DynamoSummary(Model):

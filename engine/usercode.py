@@ -171,6 +171,57 @@ def assignment_line(source: str, name: str) -> int | None:
     return lines[-1] if lines else None
 
 
+def entry_point(model, source: str, filename: str) -> dict:
+    """The user's name and line for what pt2scope compiles (``model``), for naming a compiled frame that is torch's
+    own code: torch.compile runs a module whose forward is torch's (nn.Sequential, nn.Linear) through a wrapper
+    frame, ``inner`` in torch/_dynamo/external_utils.py, and Dynamo then names that frame.
+
+    {function, file, line}: a function or a module whose forward is in the user's file is named by its code
+    ("scaled", "Net.forward") at its def line; any other module or callable by the variable and its class
+    ("model (torch.nn.Sequential)", "model (MySeq)") at the line that assigns ``model`` (line null if none does)."""
+    try:
+        function = model.forward if isinstance(model, torch.nn.Module) else model
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+        if code is not None and is_user_file(code.co_filename, filename):
+            if isinstance(model, torch.nn.Module):
+                name = f"{type(model).__qualname__}.forward"
+            else:
+                name = getattr(code, "co_qualname", code.co_name)  # Python 3.11+
+            return {"function": name, "file": filename, "line": code.co_firstlineno}
+        named = model if not isinstance(model, torch.nn.Module) and hasattr(model, "__qualname__") else type(model)
+        return {"function": f"model ({_class_name(named)})", "file": filename, "line": _model_line(source)}
+    except Exception:  # noqa: BLE001 - a name for the pages, never a reason to fail the job
+        return {"function": "model", "file": filename, "line": _model_line(source)}
+
+
+def _class_name(cls) -> str:
+    """torch's classes by their public name (torch.nn.Sequential, not torch.nn.modules.container.Sequential); the
+    user's by their own; a function (torch.sin) likewise."""
+    module = getattr(cls, "__module__", "") or ""
+    if module == "user_model" or module == "builtins":
+        return cls.__qualname__
+    for namespace, public in ((torch.nn, "torch.nn"), (torch, "torch")):
+        if module.startswith("torch") and getattr(namespace, cls.__name__, None) is cls:
+            return f"{public}.{cls.__name__}"
+    return f"{module}.{cls.__qualname__}" if module else cls.__qualname__
+
+
+def _model_line(source: str) -> int | None:
+    """The line of the last top-level statement that assigns ``model`` (the binding pt2scope reads)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    line = None
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "model" for t in targets):
+            line = node.lineno
+    return line
+
+
 def _as_args(value, filename: str) -> tuple:
     if isinstance(value, tuple):
         return value
@@ -226,6 +277,7 @@ class LoadStage(Stage):
         state = job.state
         state.program = program
         state.ctx = Context(user_file=filename, device=device, train=program.train, tap=LogTap(), emit=job.emit)
+        state.ctx.entry = entry_point(program.model, source, filename)
         state.workload = Workload(program.model, program.inputs_list, program.train, program.loss_fn, device)
         state.watches = {}  # config -> CUDA-graph watch of its rung
         job.end("load", t0)

@@ -20,6 +20,9 @@ class Context:
         self.train = train
         self.tap = tap
         self.emit = emit  # emit(event: dict): progress to the parent
+        # The user's name and line for the compiled model, {function, file, line} (engine.usercode.entry_point):
+        # what a compiled frame of torch's own code (torch.compile's wrapper of an nn.Sequential) is called.
+        self.entry: dict | None = None
         # True only during the recorded compile: benchmark compiles later reuse the same hooks but record nothing.
         self.recording = False
         self.unavailable: list[dict] = []

@@ -38,6 +38,8 @@ class DynamoCollector(Collector):
         self.graphs: list[dict] = []
         self.graph_modules: list[tuple] = []  # (compile_id, gm, example_inputs) for later analyses (functionalization)
         self.bytecode: list[dict] = []
+        # compile key -> the compiled frame's code, {name (its qualified name), file, line}, from the bytecode hook
+        self.frames: dict[tuple, dict] = {}
 
     def install(self) -> None:
         with self.ctx.guard("dynamo.bytecode"):
@@ -63,6 +65,12 @@ class DynamoCollector(Collector):
             "original": _dis(code),
             "transformed": _dis(new_code),
             "decompiled": None,
+            "called_as": _called_as(self.ctx.entry, code.co_filename, self.ctx.user_file),
+        }
+        self.frames[compile_key(entry["compile_id"])] = {
+            "name": getattr(code, "co_qualname", code.co_name),  # Python 3.11+
+            "file": code.co_filename,
+            "line": code.co_firstlineno,
         }
         try:
             import depyf
@@ -105,7 +113,9 @@ class DynamoCollector(Collector):
         section["graphs"] = self.graphs
         section["graph_breaks"] = logtap.read(tap, "dynamo.graph_breaks", user_file=self.ctx.user_file)
         section["guards"] = logtap.read(tap, "dynamo.guards")
-        section["recompiles"] = logtap.read(tap, "dynamo.recompiles", user_file=self.ctx.user_file)
+        section["recompiles"] = logtap.read(
+            tap, "dynamo.recompiles", user_file=self.ctx.user_file, entry=self.ctx.entry, frames=self.frames
+        )
         section["bytecode"] = self.bytecode
         # Kept for schema-1 readers: the counts' one owner is the report's top-level summary (contract/counts.py).
         section["summary"] = {
@@ -185,12 +195,21 @@ def _break_details(text: str) -> tuple[str, str, list[str], str | None]:
 
 
 def parse_recompiles(
-    trace_events: list[dict], log_records: list[dict], symbol_events: list[dict] = (), user_file: str = ""
+    trace_events: list[dict],
+    log_records: list[dict],
+    symbol_events: list[dict] = (),
+    user_file: str = "",
+    entry: dict | None = None,
+    frames: dict[tuple, dict] | None = None,
 ) -> list[dict]:
     """Recompile reasons, one entry per new compile id: [{compile_id, failed_guards, reasons, reason, call_index,
-    dynamic_dims, text, function?, where?}] (docs/report-schema.md). ``trace_events`` are the recompile_reasons
-    artifacts (their payload is JSON: one reason or a list of them), ``log_records`` the "recompiles" log (the
-    function's name, and the reasons where the trace has none), ``symbol_events`` the create_symbol events."""
+    dynamic_dims, text, function, file, line, where, torch_frame}] (docs/report-schema.md). ``trace_events`` are
+    the recompile_reasons artifacts (their payload is JSON: one reason or a list of them), ``log_records`` the
+    "recompiles" log (the function's name, and the reasons where the trace has none), ``symbol_events`` the
+    create_symbol events. The recompiled frame is ``frames``' (compile key -> {name, file, line}, from the
+    bytecode hook) or else the log's; a frame of torch's own code (torch.compile's ``inner`` wrapper of an
+    nn.Sequential) is named by ``entry``, the user's model ({function, file, line}), torch's name kept apart in
+    ``torch_frame``."""
     out = []
     newly_dynamic = _newly_dynamic(list(symbol_events))
     for e in trace_events:
@@ -203,25 +222,62 @@ def parse_recompiles(
                 "failed_guards": [_failed_guard(str(b), user_file) for b in blocks if str(b).strip()],
             }
         )
-    functions = {
-        compile_key(r["compile_id"]): re.search(r"Recompiling function (\S+) in (\S+)", r["text"]) for r in log_records
-    }
+    logged = {}
+    for r in log_records:
+        match = re.search(r"Recompiling function (\S+) in (\S+)", r["text"])
+        if match:
+            file, _, line = match[2].rpartition(":")
+            logged[compile_key(r["compile_id"])] = (
+                {"name": match[1], "file": file, "line": int(line)}
+                if line.isdigit()
+                else {"name": match[1], "file": match[2], "line": None}
+            )
     if not out:  # no recompile_reasons artifact in the trace: the reasons from the log text
         for r in log_records:
             guards = [_failed_guard(b, user_file) for b in _log_reason_blocks(r["text"])]
             if guards:
                 out.append({"compile_id": r["compile_id"], "call_index": r.get("call_index"), "failed_guards": guards})
-    for entry in out:
-        match = functions.get(compile_key(entry["compile_id"]))
-        if match:
-            entry["function"], entry["where"] = match[1], match[2]
-        entry["reasons"] = [
-            f"{g['compile_id']}: {g['guard']}" if g["compile_id"] else g["guard"] for g in entry["failed_guards"]
+    for rec in out:
+        key = compile_key(rec["compile_id"])
+        rec.update(_frame_names((frames or {}).get(key) or logged.get(key), entry, user_file))
+        rec["reasons"] = [
+            f"{g['compile_id']}: {g['guard']}" if g["compile_id"] else g["guard"] for g in rec["failed_guards"]
         ]
-        entry["reason"] = "; ".join(entry["reasons"])
-        entry["dynamic_dims"] = [_dynamic_dim(s) for s in newly_dynamic.get(compile_key(entry["compile_id"]), [])]
-        entry["text"] = _recompile_words(entry)
+        rec["reason"] = "; ".join(rec["reasons"])
+        rec["dynamic_dims"] = [_dynamic_dim(s) for s in newly_dynamic.get(compile_key(rec["compile_id"]), [])]
+        rec["text"] = _recompile_words(rec)
     return out
+
+
+def _frame_names(frame: dict | None, entry: dict | None, user_file: str) -> dict:
+    """A recompiled frame ({name, file, line}) -> the record's {function, file, line, where, torch_frame}: the
+    user's code as it is; torch's own code (a file that is not the user's) by the user's entry point when known,
+    torch's name in ``torch_frame``."""
+    if not frame:
+        return {"function": None, "file": None, "line": None, "where": None, "torch_frame": None}
+    torch_frame = None
+    if entry and user_file and not is_user_file(frame["file"], user_file):
+        torch_frame = f"{frame['name']} at {_where(frame['file'], frame['line'])}"
+        frame = {"name": entry["function"], "file": entry["file"], "line": entry["line"]}
+    return {
+        "function": frame["name"],
+        "file": frame["file"],
+        "line": frame["line"],
+        "where": _where(frame["file"], frame["line"]),
+        "torch_frame": torch_frame,
+    }
+
+
+def _called_as(entry: dict | None, file: str, user_file: str) -> str | None:
+    """For a compiled frame of torch's own code: the user's entry point it runs, "model (torch.nn.Sequential) at
+    model.py:4"; None for the user's code."""
+    if not entry or not user_file or is_user_file(file, user_file):
+        return None
+    return f"{entry['function']} at {_where(entry['file'], entry['line'])}"
+
+
+def _where(file: str | None, line: int | None) -> str | None:
+    return f"{file}:{line}" if file and line is not None else file
 
 
 def _newly_dynamic(symbol_events: list[dict]) -> dict[tuple, list[dict]]:
@@ -316,6 +372,8 @@ def _recompile_words(entry: dict) -> str:
         f"the call on example_inputs[{entry['call_index']}]" if entry.get("call_index") is not None else "a later call"
     )
     function = f" {entry['function']}" if entry.get("function") else ""
+    if entry.get("function") and entry.get("where"):
+        function += f" at {entry['where']}"
     failed = (
         "; ".join(
             f"compile {g['compile_id']} rejected it: {g['guard']}" if g["compile_id"] else g["guard"]
@@ -369,10 +427,12 @@ logtap.declare(
     "dynamo.recompiles",
     trace=("artifact:recompile_reasons", "create_symbol"),
     logs=("recompiles",),
-    read=lambda log, user_file="": parse_recompiles(
+    read=lambda log, user_file="", entry=None, frames=None: parse_recompiles(
         log.events("artifact:recompile_reasons"),
         log.artifact_texts("recompiles"),
         log.events("create_symbol"),
         user_file,
+        entry,
+        frames,
     ),
 )

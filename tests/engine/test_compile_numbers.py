@@ -9,6 +9,7 @@ import json
 import os
 
 import pytest
+import torch
 
 from contract.compile_id import CompileId, canonical, compile_key
 from contract.counts import COUNTS, summarize
@@ -21,6 +22,7 @@ from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the D
 from engine.stages import inductor as inductor_stage
 from engine.stages.dynamo import parse_recompiles
 from engine.stages.runtime import compile_times  # noqa: F401 - registers the compile-metrics and timeline readers
+from engine.usercode import entry_point
 from tests.engine.conftest import run_code
 from webapp.tabs import aot as aot_view
 from webapp.tabs import dynamo as dynamo_view
@@ -147,6 +149,98 @@ def test_each_recompile_names_its_call_its_failed_guards_and_its_dynamic_dims(re
     assert [d["source"] for d in second["dynamic_dims"]] == ["L['scale']"]  # x's dim 0 was dynamic already
     assert "example_inputs[2]" in second["text"] and "The value of scale became dynamic" in second["text"]
     assert "User stack trace" not in json.dumps(second["reasons"])
+
+
+# The user's entry point behind each recompile: an nn.Sequential (its forward is torch's; torch.compile wraps it in
+# torch/_dynamo/external_utils.py's `inner`), a user nn.Module subclass and a plain function, each called with two
+# batch sizes.
+ENTRY_POINTS = {
+    "sequential": (
+        """import torch
+from torch import nn
+
+model = nn.Sequential(
+    nn.Linear(8, 16),
+    nn.ReLU(),
+)
+example_inputs = [(torch.randn(2, 8),), (torch.randn(3, 8),)]
+""",
+        "model (torch.nn.Sequential)",
+        4,
+    ),
+    "module": (
+        """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 16)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+model = Net()
+example_inputs = [(torch.randn(2, 8),), (torch.randn(3, 8),)]
+""",
+        "Net.forward",
+        10,
+    ),
+    "function": (
+        """import torch
+
+
+def scaled(x):
+    return (x * 2).sin()
+
+
+model = scaled
+example_inputs = [(torch.randn(2, 8),), (torch.randn(3, 8),)]
+""",
+        "scaled",
+        4,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ENTRY_POINTS))
+def test_a_recompile_names_the_users_module_or_function_and_line_never_a_torch_frame(tmp_path, case):
+    code, function, line = ENTRY_POINTS[case]
+    report, _ = run_code(tmp_path, code, configs=["eager", "backend_eager"])
+    assert report["status"] == "ok", report["failure"]
+    (recompile,) = report["dynamo"]["recompiles"]
+    assert (recompile["function"], recompile["file"], recompile["line"]) == (function, "model.py", line)
+    assert recompile["where"] == f"model.py:{line}"
+    assert recompile["text"].startswith(f"Recompiled {function} at model.py:{line} for the call on example_inputs[1]")
+    named = json.dumps({k: v for k, v in recompile.items() if k != "torch_frame"})
+    assert "external_utils" not in named and "inner" not in named and "/torch/" not in named
+    if case == "sequential":  # torch's own frame is kept, apart
+        assert "inner at " in recompile["torch_frame"] and "external_utils.py:" in recompile["torch_frame"]
+    else:
+        assert recompile["torch_frame"] is None
+    # The bytecode of torch's wrapper says which of the user's modules it runs; the user's own code needs no word.
+    called_as = [b["called_as"] for b in report["dynamo"]["bytecode"]]
+    assert called_as and set(called_as) == {f"{function} at model.py:{line}" if case == "sequential" else None}
+
+
+def test_the_users_name_for_a_module_whose_forward_is_torchs():
+    """engine.usercode.entry_point, without a job: torch's classes by their public name, the user's by theirs, at
+    the line that assigns `model` (the last one, where several do)."""
+    source = "import torch\n\nclass MySeq(torch.nn.Sequential):\n    pass\n\nmodel = None\nmodel = MySeq()\n"
+    my_seq = type("MySeq", (torch.nn.Sequential,), {"__module__": "user_model"})
+    assert entry_point(my_seq(), source, "model.py") == {"function": "model (MySeq)", "file": "model.py", "line": 7}
+    assert entry_point(torch.nn.Linear(2, 2), "model: object = 1\n", "model.py") == {
+        "function": "model (torch.nn.Linear)",
+        "file": "model.py",
+        "line": 1,
+    }
+    assert entry_point(torch.sin, "from torch import sin as model\n", "model.py") == {
+        "function": "model (torch.sin)",
+        "file": "model.py",
+        "line": None,
+    }
 
 
 def test_guard_counts_are_torchs_and_the_same_everywhere(recompiling):

@@ -170,3 +170,34 @@ def test_the_runtime_tab_says_in_words_when_the_kernels_came_from_the_trusted_ca
     assert "with cold caches: each job" not in html
     caches = html[html.index('id="compile-caches"') :]
     assert '1 hit, 0 misses <span class="muted">(shared: the worker&#39;s trusted kernel cache' in caches
+
+
+def test_a_recompile_of_torchs_wrapper_frame_shows_the_users_module_and_line(client, db, report):
+    """An nn.Sequential's frame is torch.compile's `inner` (torch/_dynamo/external_utils.py): the page names the
+    user's model and links its line; torch's frame is said apart."""
+    torch_frame = "wrap_inline.<locals>.inner at /venv/torch/_dynamo/external_utils.py:67"
+    recompile = report["dynamo"]["recompiles"][0]
+    recompile.update(
+        function="model (torch.nn.Sequential)",
+        file="seed.py",
+        line=9,
+        where="seed.py:9",
+        torch_frame=torch_frame,
+        text="Recompiled model (torch.nn.Sequential) at seed.py:9 for the call on example_inputs[1] (compile 0/1): "
+        "compile 0/0 rejected it: tensor 'args[0]' size mismatch at index 0. expected 4, actual 6.",
+    )
+    bytecode = report["dynamo"]["bytecode"][0]
+    bytecode.update(
+        name="inner",
+        file="/venv/torch/_dynamo/external_utils.py",
+        line=67,
+        called_as="model (torch.nn.Sequential) at seed.py:9",
+    )
+    run = _store(client, db, report)
+    dynamo = client.get(f"/r/{run.slug}/dynamo").get_data(as_text=True)
+    assert "Recompiled model (torch.nn.Sequential) at seed.py:9 for the call on example_inputs[1]" in dynamo
+    named = dynamo[dynamo.index('class="muted recompiled-function"') :].split("</span>", 1)[0]
+    assert 'model (torch.nn.Sequential) at seed.py:<a href="#L-9">9</a>' in named
+    assert "(torch's frame: wrap_inline.&lt;locals&gt;.inner at /venv/torch/_dynamo/external_utils.py:67)" in named
+    header = dynamo[dynamo.index('id="bytecode-1"') :].split("</h3>", 1)[0]
+    assert "model (torch.nn.Sequential) at seed.py:9" in header and "torch's frame inner" in header
