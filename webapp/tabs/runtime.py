@@ -59,6 +59,8 @@ def outcome(benchmark: Benchmark) -> Outcome:
     rounds = f" over {benchmark.rounds} rounds" if benchmark.rounds else ""
     # With 7 rounds the interval is the rounds' whole range: past the margin, every round was.
     every = "in every round" if (benchmark.rounds or 0) <= 7 else "with 90% confidence"
+    if speedup.source == "processes":  # the interval holds each fresh process's own 90% interval
+        rounds, every = "", f"in each of {len(speedup.processes)} fresh processes"
     if speedup.high is not None and speedup.high < SLOWER_BELOW:
         return Outcome(
             "slower_every_round", f"slower than eager {every} ({spread}{rounds}); by how much is not decided"

@@ -123,7 +123,9 @@ def merge_processes(rt: dict, results: dict[str, dict]) -> None:
     }
     contended = [run["label"] for run, _ in ok if run["contended"]]
     contended_by = (
-        f"the machine was busy in every round of the {' and '.join(contended)} process" if contended else None
+        f"the machine was busy in every round of the {' and '.join(contended)} process{'es' * (len(contended) > 1)}"
+        if contended
+        else None
     )
     for entry in rt.get("benchmarks") or []:
         name = entry["config"]
