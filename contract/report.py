@@ -16,6 +16,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contract.counts import summarize
+from contract.processes import Processes, ProcessFigure
 from contract.vocab import (
     ConfigName,
     CorrectnessVerdict,
@@ -32,9 +33,9 @@ from contract.vocab import (
 # v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
 # rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded
 # on read (upgrade()).
-SchemaVersion = Literal[2]  # the one place a new version is spelled (contract/README.md, "Adding a field")
+SchemaVersion = Literal[3]  # the one place a new version is spelled (contract/README.md, "Adding a field")
 SCHEMA_VERSION: SchemaVersion = get_args(SchemaVersion)[0]
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 2, 3)
 VERSION_HISTORY = {
     1: "the first version: keys could be absent (an empty section was `{}`; `grad_*` errors only when training; "
     "early engines wrote no sandbox limits into `request`).",
@@ -44,6 +45,9 @@ VERSION_HISTORY = {
     "request limits become null, and what v1 recorded in an older form gets the v2 form (the summary's counts, "
     "counted from the sections; a speedup from its one median, never decided; each recompile's failed guards, "
     "read from torch's reasons).",
+    3: "benchmarks[].speedup is decided across fresh measuring processes (`speedup.source`, `runtime.processes`, "
+    "`benchmarks[].processes`), the capture process's own kept as `benchmarks[].capture_speedup`. A v2 report is "
+    "upgraded on read: its speedups get `source: capture_process` (they were the job's own process's).",
 }
 
 Shape = list[int | str] | list[list[int | str]] | None
@@ -716,6 +720,12 @@ class Speedup(Model):
     """only when decided: faster (low > 1.02), slower (high < 0.98), same otherwise"""
     text: str | None = None
     """`1.93x faster (1.88-1.99)` or `not decided: measurements too noisy (0.80-2.10x over 7 rounds)`"""
+    source: Literal["processes", "capture_process"] | None = None
+    """v3: processes: across the fresh measuring processes (`runtime.processes`: the median of their medians, an
+    interval holding each one's, decided only when they agree within 10%); capture_process: the job's own process
+    only (until the measuring processes have run, or where they could not)"""
+    processes: list[float] = []
+    """each measuring process's median speedup"""
 
 
 class LadderVerdict(Model):
@@ -818,6 +828,10 @@ class Benchmark(Model):
     speedup_vs_eager: float | None = None
     """`speedup.value`; read `speedup.decided` before quoting it"""
     speedup: Speedup | None = None
+    capture_speedup: Speedup | None = None
+    """the capture process's own speedup, kept beside the one across processes (`speedup`)"""
+    processes: ProcessFigure | None = None
+    """the time per step across the measuring processes; `median_ms` and its spread above are the capture process's"""
     correctness: Correctness | None = None
     max_abs_error: float | None = None
     """max |out - ref| over all output tensors, against plain eager on the same inputs"""
@@ -892,6 +906,7 @@ class Runtime(Model):
     compile_seconds: CompileSeconds = Field(default_factory=CompileSeconds)
     """the recorded compile's"""
     compile_cache: CompileCache = Field(default_factory=CompileCache)
+    processes: Processes = Field(default_factory=Processes)
     compile_metrics: list[CompileMetrics] = []
     compile_timeline: list[TimelineSpan] = []
     recorded_config: ConfigName | None = None
@@ -1446,7 +1461,24 @@ def _v1_failed_guards(recompile):
     return {**recompile, "failed_guards": guards}
 
 
-UPGRADES = {1: _upgrade_v1}  # from version N to N + 1
+def _upgrade_v2(report: dict) -> dict:
+    """v2 -> v3: a v2 speedup was the capture process's own (no measuring processes)."""
+    upgraded = {**report, "schema_version": 3}
+    runtime = report.get("runtime")
+    if isinstance(runtime, dict) and isinstance(runtime.get("benchmarks"), list):
+        upgraded["runtime"] = {
+            **runtime,
+            "benchmarks": [
+                {**b, "speedup": {**b["speedup"], "source": "capture_process"}}
+                if isinstance(b, dict) and isinstance(b.get("speedup"), dict)
+                else b
+                for b in runtime["benchmarks"]
+            ],
+        }
+    return upgraded
+
+
+UPGRADES = {1: _upgrade_v1, 2: _upgrade_v2}  # from version N to N + 1
 
 
 def check_version(report) -> int:

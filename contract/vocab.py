@@ -21,7 +21,8 @@ from pydantic import StringConstraints
 
 # Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
 # collected ("report") before the benchmarks; progress events and report["stages"] use these names.
-# warm_compile: the fresh-process compiles of runtime.compile_cache (Inductor configs only), after the ladder.
+# warm_compile: after the report, the fresh-process compiles of runtime.compile_cache (Inductor configs) and the
+# measuring processes of runtime.processes (any ladder with eager and another config).
 StageName = Literal["load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "warm_compile"]
 STAGES: tuple[StageName, ...] = get_args(StageName)
 
@@ -102,7 +103,7 @@ def job_plan(configs: list[str]) -> list[tuple[StageName, str | None]]:
     load, eager (the reference), the recorded compile's stages (Dynamo, then AOTAutograd and Inductor when its
     backend has them), the report, one benchmark per config (compiled and warmed up: eager, the recorded config,
     the rest), the timed rounds of all configs together (a benchmark without a config), then profiling when the
-    recorded config is an Inductor one, and then its warm compiles. Progress pages show the steps still to come
+    recorded config is an Inductor one, and then the post-report phase (warm compiles, measuring processes). Progress pages show the steps still to come
     from it."""
     target = capture_config(configs)
     steps: list[tuple[StageName, str | None]] = [("load", None), ("eager", None), ("dynamo", target.name)]
@@ -115,7 +116,9 @@ def job_plan(configs: list[str]) -> list[tuple[StageName, str | None]]:
     steps.append(("benchmark", None))
     if target.backend == "inductor":
         steps.append(("profile", None))
-        steps.append(("warm_compile", target.name))  # cold vs warm: fresh-process compiles after the ladder
+    if target.backend == "inductor" or ("eager" in configs and len(configs) >= 2):
+        # after the report: cold vs warm (Inductor) and the measuring processes (runtime.processes)
+        steps.append(("warm_compile", target.name))
     return steps
 
 
@@ -229,8 +232,8 @@ TIMELINE_PHASES: dict[TimelinePhaseName, str] = {
     "config together",
     "profile": "child: the recorded config's kernels under the profiler",
     "write_report": "child: report.json is written (and, when a warm compile follows, the report before it)",
-    "warm_compile": "child: cold vs warm, the recorded config compiled again in two fresh processes; it runs after the "
-    "report was stored, which shows it as still measuring",
+    "warm_compile": "child: after the report was stored (which shows it as still measuring): the recorded config "
+    "compiled again in two fresh processes (cold vs warm), each of which then times every config (runtime.processes)",
     "process_exit": "parent: the child exits after its report (interpreter shutdown, sandbox teardown)",
     "read_report": "parent: the child's report is read back and validated",
     "cleanup": "worker: the job folder is removed",

@@ -267,6 +267,18 @@ class LogTap(_Malformed):
         except Exception as exc:
             self.note_malformed("set_logs", "logtap", f"could not narrow the logs: {exc}")
 
+    def uninstall(self) -> None:
+        """Detach from the trace and every log, and put torch's logging back as a plain script has it (a measuring
+        process, engine/warm.py, times its rounds with nothing of ours attached)."""
+        import torch
+        from torch._logging._internal import log_registry
+
+        logging.getLogger("torch.__trace").removeHandler(self._handler_trace)
+        for qname in log_registry.get_log_qnames():
+            logging.getLogger(qname).removeHandler(self._handler_artifact)
+        torch._logging.set_logs()  # torch's defaults: its own handlers, no artifact
+        self.enabled = []
+
     def _on_trace(self, record) -> None:
         meta = getattr(record, "metadata", {}) or {}
         event = trace_event(meta, getattr(record, "payload", None), self)

@@ -7,6 +7,10 @@ kernels carry profiler names, set here too so that its kernel binaries can be re
 on each input set (and backward when training), and writes OUT (JSON): the exclusive compile seconds, as the
 recorded compile's (runtime.compile_seconds), and the cache hits and misses per stage. Run twice, the first run
 fills the FX-graph and AOTAutograd caches that the second then hits: a user's second run of the same script.
+
+``python -m engine.warm JOB_DIR CONFIG OUT CONFIGS`` is also a measuring process (runtime.processes): after its
+compile it detaches the log tap and times every config of CONFIGS (comma-separated) in the ladder's interleaved
+rounds (engine.stages.runtime.processes.time_here); OUT then holds them too, under "timing".
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    job_dir, config_name, out_path = argv
+    job_dir, config_name, out_path, *timed = argv
     import torch
 
     from contract.vocab import CONFIGS
@@ -60,6 +64,11 @@ def main(argv: list[str]) -> int:
         "seconds": compile_seconds(metrics["forward"], metrics["backward"], metrics["runtime"]),
         "caches": cache_counts(torch._dynamo.utils.counters, kernels, written),
     }
+    if timed and timed[0]:  # a measuring process: nothing of ours stays attached while it times the configs
+        from engine.stages.runtime.processes import time_here
+
+        tap.uninstall()
+        result["timing"] = time_here(workload, (inst, compiled), config_name, timed[0].split(","), request["device"])
     with open(out_path, "w") as f:
         json.dump(result, f)
     return 0

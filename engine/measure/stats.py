@@ -58,3 +58,63 @@ def speedup(eager_rounds: list[float], rounds: list[float], *, contended_by: str
 def quantile(values, q):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
+
+
+AGREE_RATIO = 1.1  # processes agree when their median speedups lie within a 10% band
+
+
+def speedup_across_processes(
+    eager_by_process: list[list[float]], rounds_by_process: list[list[float]], *, contended_by: str | None = None
+) -> dict:
+    """The speedup of a config measured in several fresh processes, each with its own paired rounds (eager's and
+    this config's, side by side in that process): the median of the processes' medians, an interval that holds
+    every process's 90% interval (so what differs from one process to the next, the address-space layout, the
+    allocator's history, where the threads landed, is in it), and decided only when every process decided its own
+    figure, their medians agree within AGREE_RATIO and the whole interval lies within DECIDED_RATIO. Fewer than two
+    measured processes decide nothing: one process cannot show the spread across processes."""
+    per = [speedup(e, r) for e, r in zip(eager_by_process, rounds_by_process) if e and r]
+    per = [p for p in per if p["value"] is not None]
+    values = [p["value"] for p in per]
+    base = {"source": "processes", "processes": [round(v, 4) for v in values]}
+    if not values:
+        return {
+            **base,
+            "value": None,
+            "low": None,
+            "high": None,
+            "decided": False,
+            "verdict": None,
+            "text": "not measured in fresh processes",
+        }
+    value = statistics.median(values)
+    low, high = min(p["low"] for p in per), max(p["high"] for p in per)
+    listed = ", ".join(f"{v:.2f}x" for v in values)
+    if contended_by:
+        why = contended_by
+    elif len(per) < 2:
+        why = "only one fresh process was measured, so the spread across processes is unknown"
+    elif not all(p["decided"] for p in per):
+        why = "measurements too noisy within a process"
+    elif max(values) / min(values) > AGREE_RATIO or high / low > DECIDED_RATIO:
+        why = f"the {len(per)} processes disagree ({listed})"
+    else:
+        why = None
+    decided = why is None
+    verdict = None
+    if decided:
+        verdict = "faster" if low > 1 + SAME_BAND else "slower" if high < 1 - SAME_BAND else "same"
+    word = {"faster": "faster", "slower": "slower"}.get(verdict or "", "no measurable difference")
+    text = (
+        f"{value:.2f}x {word} ({low:.2f}-{high:.2f}, {len(per)} fresh processes: {listed})"
+        if decided
+        else f"not decided: {why} ({low:.2f}-{high:.2f}x over {len(per)} fresh processes)"
+    )
+    return {
+        **base,
+        "value": round(value, 4),
+        "low": round(low, 4),
+        "high": round(high, 4),
+        "decided": decided,
+        "verdict": verdict,
+        "text": text,
+    }

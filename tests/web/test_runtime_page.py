@@ -90,3 +90,39 @@ def test_the_cpu_kernel_table_has_bytes_and_a_roofline_share_against_the_workers
     assert row["bytes_accessed"] == 2 * 1024 * 1024 * 4  # one float32 1024x1024 input and output, once each
     measured = report.runtime.memory_bandwidth.bytes_per_s
     assert row["roofline_share"] == row["bandwidth"] / measured
+
+
+def test_the_figures_come_from_fresh_processes_and_the_jobs_own_process_is_labelled(client, db):
+    """A v3 report (issue 18): each rung's time per step across the two fresh measuring processes comes first, the
+    capture process's own figure and speedup under it, labelled; the method and each process's speedups are said;
+    and the verdict gives the processes' reason for an undecided speedup."""
+    report = _report("seed_processes_busy_cpu")
+    runtime = _pages(client, db, "seed_processes_busy_cpu")["runtime"]
+    table = runtime[
+        runtime.index('class="records benchmarks"') : runtime.index(
+            "</table>", runtime.index('class="records benchmarks"')
+        )
+    ]
+    bench = {b["config"]: b for b in report["runtime"]["benchmarks"]}
+    inductor = bench["inductor_default"]
+    p = inductor["processes"]
+    row = table[table.index('data-config="inductor_default"') :]
+    row = row[: row.index("</tr>")]
+    assert (
+        f"{runtime_view.ms(p['median_ms'])} ({runtime_view.figure(p['low_ms'])}-{runtime_view.ms(p['high_ms'])} over 2 fresh processes)"
+        in row
+    )
+    assert "this job's process: " + runtime_view.ms(inductor["median_ms"]) in row
+    assert inductor["speedup"]["source"] == "processes" and not inductor["speedup"]["decided"]
+    low, high = inductor["speedup"]["low"], inductor["speedup"]["high"]
+    assert low > 1  # each process's interval lies above 1: faster in each, by how much not decided
+    spread = f"{runtime_view.figure(low)}-{runtime_view.times(high)}"
+    assert f"faster than eager in each of 2 fresh processes ({spread}); by how much is not decided" in row
+    assert "this job's process: " + inductor["capture_speedup"]["text"] in row
+    note = runtime[runtime.index('id="processes-method"') :]
+    assert note.startswith('id="processes-method">Figures across 2 fresh processes: the ladder&#39;s interleaved')
+    for run in report["runtime"]["processes"]["runs"]:
+        assert f"{run['label']} aot_eager {round(run['speedups']['aot_eager'], 2)}x" in note
+    verdict = runtime[runtime.index('id="runtime-verdict"') : runtime.index('id="runtime-benchmarks"')]
+    assert "Speedup not decided for aot_eager: other processes took the cores" in verdict
+    assert "inductor_default: faster than eager in each of 2 fresh processes" in verdict

@@ -60,6 +60,8 @@ def outcome(benchmark: Benchmark) -> Outcome:
     rounds = f" over {benchmark.rounds} rounds" if benchmark.rounds else ""
     # With 7 rounds the interval is the rounds' whole range: past the margin, every round was.
     every = "in every round" if (benchmark.rounds or 0) <= 7 else "with 90% confidence"
+    if speedup.source == "processes":  # the interval holds each fresh process's own 90% interval
+        rounds, every = "", f"in each of {len(speedup.processes)} fresh processes"
     if speedup.high is not None and speedup.high < SLOWER_BELOW:
         return Outcome(
             "slower_every_round", f"slower than eager {every} ({spread}{rounds}); by how much is not decided"
@@ -135,9 +137,24 @@ def benchmark_rows(runtime: Runtime) -> dict:
                 if b.cudagraphs.status not in (None, "not_requested")
                 else None,
                 "gpu_busy": ms(b.gpu_busy_ms) if b.gpu_busy_ms is not None else None,
+                **across_processes(b),
             }
         )
     return {"rows": rows, "gpu_busy": any(row["gpu_busy"] for row in rows)}
+
+
+def across_processes(benchmark: Benchmark) -> dict:
+    """A rung's figures across the fresh measuring processes (runtime.processes) beside the capture process's own:
+    {processes: "median (lowest-highest process median, N fresh processes)", capture_speedup: the capture
+    process's speedup in words}, each None where not measured. The Median column then reads the processes' figure
+    first, the job's own process labelled under it."""
+    p = benchmark.processes
+    figure_text = None
+    if p is not None:
+        n = len(p.process_medians_ms)
+        figure_text = f"{ms(p.median_ms)} ({figure(p.low_ms)}-{ms(p.high_ms)} over {n} fresh process{'es' * (n != 1)})"
+    capture = benchmark.capture_speedup
+    return {"processes": figure_text, "capture_speedup": capture.text if capture is not None else None}
 
 
 def runtime_headline(runtime: Runtime) -> list[str]:
@@ -153,6 +170,14 @@ def runtime_headline(runtime: Runtime) -> list[str]:
     outcomes = [(b.config, outcome(b)) for b in runtime.benchmarks if b.status == "ok" and b.config != "eager"]
     lines += [f"{config}: {o.words}." for config, o in outcomes if o.kind.endswith("_every_round")]
     undecided = [config for config, o in outcomes if o.kind == "undecided"]
+    # Undecided because the fresh measuring processes disagree with each other (runtime.processes): say that, with
+    # their figures, rather than blame one process's spread.
+    by_name = {b.config: b for b in runtime.benchmarks}
+    disagree = [c for c in undecided if "processes disagree" in (by_name[c].speedup.text or "")]
+    lines += [
+        f"Speedup not decided for {c}: {by_name[c].speedup.text.removeprefix('not decided: ')}." for c in disagree
+    ]
+    undecided = [c for c in undecided if c not in disagree]
     if undecided and runtime.load.contended:
         lines.append(
             f"Speedup not decided for {', '.join(undecided)}: other processes took the cores the step needs in "

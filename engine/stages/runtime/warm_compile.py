@@ -13,6 +13,7 @@ import torch
 
 from engine.measure.caches import cache_counts, kernel_binaries, trusted_binaries
 from engine.stages.base import Stage
+from engine.stages.runtime.processes import merge_processes
 
 WARM_COMPILE_MIN_SECONDS = 30  # the job time a warm compile needs left (two fresh processes) before it is tried
 
@@ -39,10 +40,11 @@ def cold_caches(kernels: int) -> dict:
     return caches
 
 
-def warm_compiles(job_dir: str, config_name: str, time_left_s: float) -> dict:
+def warm_compiles(job_dir: str, config_name: str, time_left_s: float, timed: list[str] = ()) -> dict:
     """Cold vs warm (runtime.compile_cache): the same model and config compiled again in fresh processes
     (engine/warm.py) in the job's folder and sandbox. The first ("warmup") fills the graph caches the recorded
-    compile kept off; the second ("warm") is what a user's next run of the script costs."""
+    compile kept off; the second ("warm") is what a user's next run of the script costs. With ``timed`` (configs),
+    each is also a measuring process that times them after its compile (runtime.processes)."""
     out = {}
     for label in ("warmup", "warm"):
         budget = time_left_s / (2 if label == "warmup" else 1)
@@ -53,7 +55,7 @@ def warm_compiles(job_dir: str, config_name: str, time_left_s: float) -> dict:
         started = time.monotonic()
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "engine.warm", job_dir, config_name, path],
+                [sys.executable, "-m", "engine.warm", job_dir, config_name, path, ",".join(timed)],
                 cwd=job_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -74,25 +76,48 @@ def warm_compiles(job_dir: str, config_name: str, time_left_s: float) -> dict:
     return out
 
 
+PENDING = "still running when the report was stored: the page shows it when it is done"
+
+
 class WarmCompileStage(Stage):
-    """Cold vs warm (runtime.compile_cache), after the ladder: the recorded Inductor config compiled again in
-    fresh processes in the job's folder and sandbox. Only Inductor's compile has caches worth warming."""
+    """After the report is readable (the post-report phase, runtime.compile_cache and runtime.processes): the
+    recorded config compiled again in two fresh processes in the job's folder and sandbox (cold vs warm, for an
+    Inductor config: only Inductor's compile has caches worth warming), each of which then times every config that
+    the ladder timed, as a user's script would (engine.stages.runtime.processes)."""
 
     name = "warm_compile"
 
     def run(self, job) -> None:
-        target = job.state.target
-        if target.backend != "inductor":
+        target, rt = job.state.target, job.report["runtime"]
+        timed = [b["config"] for b in rt.get("benchmarks") or [] if b["status"] == "ok" and b.get("median_ms")]
+        measuring = "eager" in timed and len(timed) >= 2
+        if target.backend != "inductor" and not measuring:
             return
-        pending = {"status": "pending", "reason": "the warm compile was still running when the report was stored"}
-        job.report["runtime"]["compile_cache"].update(warmup=pending, warm=pending)
+        pending = {"status": "pending", "reason": PENDING}
+        if target.backend == "inductor":
+            rt["compile_cache"].update(warmup=pending, warm=pending)
+        if measuring:
+            rt["processes"] = {**pending, "method": None, "runs": []}
         job.save_early()
         t0 = job.begin(self.name, config=target.name)
         with job.state.ctx.guard("runtime.warm_compile"):
             time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
-            job.report["runtime"]["compile_cache"].update(warm_compiles(job.job_dir, target.name, time_left))
-        cache = job.report["runtime"]["compile_cache"]
-        for label in ("warmup", "warm"):  # what never ran (the one before it failed, or this stage raised)
-            if cache[label]["status"] == "pending":
-                cache[label] = {"status": "skipped", "reason": "the warm compile did not get this far (see errors)"}
+            results = warm_compiles(job.job_dir, target.name, time_left, timed if measuring else [])
+            if target.backend == "inductor":
+                rt["compile_cache"].update(
+                    {k: {n: v for n, v in r.items() if n != "timing"} for k, r in results.items()}
+                )
+            if measuring:
+                merge_processes(rt, results)
+        self._settle(rt, target.backend == "inductor", measuring)
         job.end(self.name, t0, config=target.name)
+
+    @staticmethod
+    def _settle(rt: dict, warm: bool, measuring: bool) -> None:
+        """What never ran (the one before it failed, or this stage raised) says so instead of pending."""
+        never = {"status": "skipped", "reason": "the warm compile did not get this far (see errors)"}
+        for label in ("warmup", "warm") if warm else ():
+            if rt["compile_cache"][label]["status"] == "pending":
+                rt["compile_cache"][label] = dict(never)
+        if measuring and rt["processes"]["status"] == "pending":
+            rt["processes"].update(status="failed", reason="the measuring processes did not run (see errors)")

@@ -1,0 +1,56 @@
+"""Timing across processes (runtime.processes, benchmarks[].processes): the ladder's rounds timed again in fresh
+measuring processes (engine/stages/runtime/processes.py)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
+
+
+class ProcessRun(_Model):
+    """One fresh measuring process (a warm-compile process, after its compile, with the log tap detached)."""
+
+    label: str
+    """warmup or warm: the warm-compile process it was"""
+    status: Literal["ok", "failed"]
+    reason: str | None = None
+    """why it failed, or the configs that failed in it"""
+    rounds: int | None = None
+    medians_ms: dict[str, float] = {}
+    """per config: the median over this process's rounds of the time per step"""
+    p10_ms: dict[str, float] = {}
+    """per config: the spread within this process (p10-p90 over its rounds)"""
+    p90_ms: dict[str, float] = {}
+    speedups: dict[str, float] = {}
+    """per config: this process's median paired speedup over eager"""
+    contended: bool = False
+    """every batch of this process's rounds was contended (its speedups then decide nothing)"""
+    load: str | None = None
+    wall_seconds: float | None = None
+
+
+class Processes(_Model):
+    """The measuring processes: the figures across them are `benchmarks[].processes` and `benchmarks[].speedup`."""
+
+    status: Literal["ok", "failed", "pending", "skipped"] | None = None
+    """null: none was run (a ladder without eager and another config, or a report from before them); pending:
+    still running when the report was first stored; ok: at least two processes timed the configs"""
+    reason: str | None = None
+    method: str | None = None
+    runs: list[ProcessRun] = []
+
+
+class ProcessFigure(_Model):
+    """A config's time per step across the measuring processes."""
+
+    median_ms: float
+    """the median of the processes' medians"""
+    low_ms: float
+    """the lowest process median: the spread across processes is low_ms-high_ms"""
+    high_ms: float
+    process_medians_ms: list[float]

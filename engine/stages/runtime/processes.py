@@ -1,0 +1,148 @@
+"""Timing across processes (runtime.processes): the ladder's interleaved timed rounds run again in fresh processes
+that look like a user's script, and the Runtime figures taken across them.
+
+The capture process carries the log tap and the recorded compile's hooks and has compiled every rung under them; a
+user's script has none of that. What differs from one fresh process to the next (the address-space layout, the
+allocator's history, where the OpenMP threads land) is in no single process's interval: pyperf spawns many
+worker processes for this reason. The warm-compile processes (engine/warm.py) already load the model fresh in the
+job's folder and sandbox, with the job's caches warm; after their compile they detach the log tap entirely and time
+every config here, so each figure has a median per process and a speedup is decided only when they agree
+(engine.measure.stats.speedup_across_processes). The capture process's own figures stay, labelled
+(`benchmarks[].capture_speedup`)."""
+
+from __future__ import annotations
+
+import statistics
+
+import torch
+
+from contract.vocab import CONFIGS
+from engine.measure.stats import quantile, speedup_across_processes
+from engine.stages.runtime.rung import Rung
+from engine.stages.runtime.timing import time_rounds, warm_up
+from engine.stages.runtime.workload import Workload
+
+METHOD = (
+    "the ladder's interleaved timed rounds, run again in each fresh warm-compile process (engine/warm.py) after its "
+    "compile, with the log tap detached and no capture hooks, in the job's folder and sandbox with its caches warm: "
+    "each figure is the median of the processes' medians, its spread across processes their lowest and highest "
+    "median, and a speedup is decided only when every process decided its own and their medians agree within 10%"
+)
+
+
+class _Errors:
+    """What time_rounds needs of a context: somewhere to put a config that failed mid-way."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def error(self, stage: str, exc: BaseException) -> None:
+        self.errors.append(f"{stage}: {type(exc).__name__}: {exc}"[:500])
+
+
+def time_here(workload: Workload, compiled: tuple, target: str, configs: list[str], device: str) -> dict:
+    """In a measuring process: every config in ``configs`` on its own model copy (``compiled``: the target's
+    (instance, compiled function), compiled already), warmed up and timed in the ladder's interleaved rounds. Returns what the child merges
+    (merge_processes): each config's rounds (ms per step), its steps per round, the machine's load, errors."""
+    errors = _Errors()
+    rungs = []
+    torch._dynamo.config.recompile_limit = torch._dynamo.config.recompile_limit * len(configs)  # as the ladder
+    for name in configs:
+        config = CONFIGS[name]
+        cudagraph_steps = config.mode == "reduce-overhead" and device == "cuda"
+        try:
+            inst = workload.fresh() if name != target else compiled[0]
+            if name == target:
+                fn = compiled[1]
+            elif name == "eager":
+                fn = inst.model
+            else:
+                try:  # automatic-dynamic memory is per code object (private API: as the ladder, guarded)
+                    torch._dynamo.pgo.reset_code_state()
+                except Exception:  # noqa: BLE001 - without it a rung may compile dynamic shapes sooner
+                    pass
+                fn = torch.compile(inst.model, backend=config.backend, mode=config.mode)
+            with workload.grad_mode():  # the first call compiles
+                workload.step(fn, inst, cudagraph_steps=cudagraph_steps)
+                workload.sync()
+            rung = Rung(name, inst, fn, {"status": "ok"}, cudagraph_steps)
+            rung.step_s = warm_up(workload, rung)
+            rungs.append(rung)
+        except Exception as exc:  # noqa: BLE001 - one config failing here keeps the others measured
+            errors.error(name, exc)
+    rt: dict = {}
+    time_rounds(workload, rungs, rt, errors)
+    timed = [r for r in rungs if r.entry["status"] == "ok" and r.rounds_ms]
+    return {
+        "rounds_ms": {r.name: [round(t, 5) for t in r.rounds_ms] for r in timed},
+        "steps_per_round": {r.name: r.steps_per_round for r in timed},
+        "load": rt["load"],
+        "errors": errors.errors,
+    }
+
+
+def process_run(label: str, result: dict) -> dict:
+    """One measuring process as the report shows it (runtime.processes.runs[])."""
+    timing = result.get("timing") or {}
+    if result.get("status") != "ok" or not timing.get("rounds_ms"):
+        reason = result.get("reason") or "; ".join(timing.get("errors") or []) or "no config was timed"
+        return {"label": label, "status": "failed", "reason": reason[-2000:]}
+    rounds = timing["rounds_ms"]
+    eager = rounds.get("eager")
+    load = timing.get("load") or {}
+    return {
+        "label": label,
+        "status": "ok",
+        "reason": "; ".join(timing.get("errors") or []) or None,
+        "rounds": max(len(r) for r in rounds.values()),
+        "medians_ms": {n: round(statistics.median(r), 4) for n, r in rounds.items()},
+        "p10_ms": {n: round(quantile(r, 0.1), 4) for n, r in rounds.items()},
+        "p90_ms": {n: round(quantile(r, 0.9), 4) for n, r in rounds.items()},
+        "speedups": {
+            n: round(statistics.median([e / t for e, t in zip(eager, r) if t > 0]), 4)
+            for n, r in rounds.items()
+            if eager and n != "eager"
+        },
+        "contended": bool(load.get("contended")),
+        "load": load.get("text"),
+        "wall_seconds": result.get("wall_seconds"),
+    }
+
+
+def merge_processes(rt: dict, results: dict[str, dict]) -> None:
+    """The Runtime figures across the measuring processes (``results``: label -> engine/warm.py's output): fills
+    runtime.processes, and for every timed config `processes` (its medians across processes) and `speedup` (decided
+    across processes), keeping the capture process's own as `capture_speedup`."""
+    runs = [process_run(label, result) for label, result in results.items()]
+    ok = [(run, results[run["label"]]["timing"]["rounds_ms"]) for run in runs if run["status"] == "ok"]
+    rt["processes"] = {
+        "status": "ok" if len(ok) >= 2 else "failed",
+        "reason": None if len(ok) >= 2 else f"{len(ok)} of {len(runs)} measuring processes timed the configs",
+        "method": METHOD,
+        "runs": runs,
+    }
+    contended = [run["label"] for run, _ in ok if run["contended"]]
+    contended_by = (
+        f"the machine was busy in every round of the {' and '.join(contended)} process{'es' * (len(contended) > 1)}"
+        if contended
+        else None
+    )
+    for entry in rt.get("benchmarks") or []:
+        name = entry["config"]
+        medians = [run["medians_ms"][name] for run, rounds in ok if name in rounds]
+        if entry["status"] != "ok" or not medians:
+            continue
+        entry["processes"] = {
+            "median_ms": round(statistics.median(medians), 4),
+            "low_ms": min(medians),
+            "high_ms": max(medians),
+            "process_medians_ms": medians,
+        }
+        if name == "eager" or entry.get("speedup") is None:
+            continue
+        paired = [(rounds["eager"], rounds[name]) for _, rounds in ok if "eager" in rounds and name in rounds]
+        entry["capture_speedup"] = {**entry["speedup"], "source": "capture_process"}
+        entry["speedup"] = speedup_across_processes(
+            [e for e, _ in paired], [r for _, r in paired], contended_by=contended_by
+        )
+        entry["speedup_vs_eager"] = entry["speedup"]["value"]
