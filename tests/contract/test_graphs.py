@@ -12,6 +12,8 @@ from contract.graphs import GraphId
 
 with open(os.path.join(docs.ROOT, "tests", "fixtures", "reports", "mlp_train.json")) as f:
     MLP = json.load(f)
+with open(os.path.join(docs.ROOT, "tests", "fixtures", "reports", "custom_backend.json")) as f:
+    CUSTOM_BACKEND = json.load(f)  # the graphs a user's own backend received (debug.backend_graphs)
 
 
 def every_graph(report: dict):
@@ -25,15 +27,17 @@ def every_graph(report: dict):
         yield f"func-{i}-after", entry["after"]
     for i, graph in enumerate(report["inductor"]["post_grad_graphs"]):
         yield f"postgrad-{i}", graph
+    for i, entry in enumerate((report.get("debug") or {}).get("backend_graphs") or []):
+        yield f"backend-{i}", entry
 
 
 def test_every_graph_id_round_trips_and_finds_its_graph():
-    seen = list(every_graph(MLP))
-    assert {text.split("-")[0] for text, _ in seen} == set(graphs.PREFIXES)  # the fixture has every kind
-    for text, graph in seen:
+    seen = [(report, text, graph) for report in (MLP, CUSTOM_BACKEND) for text, graph in every_graph(report)]
+    assert {text.split("-")[0] for _, text, _ in seen} == set(graphs.PREFIXES)  # the fixtures have every kind
+    for report, text, graph in seen:
         parsed = GraphId.parse(text)
         assert str(parsed) == text
-        assert parsed.find(MLP[parsed.section]) is graph
+        assert parsed.find(report[parsed.section]) is graph
 
 
 def test_the_builders_write_the_grammar():
