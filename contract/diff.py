@@ -10,7 +10,11 @@
   versions of a file, put the same ops at other lines: counted as `moved`, never as added and removed);
 - kernels: matched by name, else by graph kind and ATen ops, with a unified diff of their sources;
 - guards: per compile id, the guard lines only one run has (object ids and addresses, which differ in every
-  process, are masked first).
+  process, are masked first; torch's "Guard latency = ..." line is a timing, not a guard, and is left out).
+
+The counts are the report's own (report["summary"], contract/counts.py, as the Overview and the tabs read them),
+never recounted here; a frame's guard count is the one the Dynamo tab shows (``guard_counts``: compile id ->
+count, given by the page, else torch's count per frame).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ import difflib
 import re
 from collections import defaultdict
 
+from contract.counts import summarize
 from contract.graphs import graphs_of_tab
 
 SOURCE_DIFF_LINES = 400  # a kernel's diff is cut after this many lines
 _VOLATILE = re.compile(r"0x[0-9a-f]{6,}|\b\d{7,}\b")  # ids and addresses
 _GUARD_WHERE = re.compile(r"\s+# .*$")  # "  # x.py:3 in f": where the guard was made
+_GUARD_TIMING = re.compile(r"^\s*Guard (eval )?latency\b", re.I)  # "Guard latency = 156.92 us": a timing, no guard
 
 
 def _number(value):
@@ -35,17 +41,23 @@ def _delta(a, b):
     return None if a is None or b is None else round(b - a, 6)
 
 
-def summary(report: dict) -> dict:
-    dynamo, aot = report.get("dynamo") or {}, report.get("aot") or {}
+def summary(report: dict, guard_counts: dict | None = None) -> dict:
+    """The counts every page shows (report["summary"]["counts"], else counted by contract.counts.summarize the one
+    way), and the compile total. Guards: torch's count summed over frames; where torch gave none for a frame, the
+    Dynamo tab's count per frame (``guard_counts``) summed."""
+    counts = ((report.get("summary") or {}).get("counts")) or summarize(report)["counts"]
     inductor, runtime = report.get("inductor") or {}, report.get("runtime") or {}
+    guards = counts.get("guards")
+    if guards is None and guard_counts is not None:
+        guards = sum(guard_counts.values())
     return {
-        "dynamo_graphs": len(dynamo.get("graphs") or []),
-        "graph_breaks": sum(b.get("count") or 1 for b in dynamo.get("graph_breaks") or []),
-        "recompiles": len(dynamo.get("recompiles") or []),
-        "guards": len(dynamo.get("guards") or []),
-        "aot_graphs": len(aot.get("graphs") or []),
+        "dynamo_graphs": counts.get("dynamo_graphs"),
+        "graph_breaks": counts.get("graph_breaks"),
+        "recompiles": counts.get("recompiles"),
+        "guards": guards,
+        "aot_graphs": counts.get("aot_graphs"),
         "post_grad_graphs": len(inductor.get("post_grad_graphs") or []),
-        "kernels": len(inductor.get("kernels") or []),
+        "kernels": counts.get("generated_kernels"),
         "compile_seconds_total": (runtime.get("compile_seconds") or {}).get("total"),
     }
 
@@ -240,12 +252,18 @@ def guard_lines(text: str) -> list[str]:
     lines = []
     for line in (text or "").splitlines():
         line = _VOLATILE.sub("N", _GUARD_WHERE.sub("", line)).rstrip()
-        if line.strip():
+        if line.strip() and not _GUARD_TIMING.match(line):
             lines.append(line)
     return lines
 
 
-def diff_guards(a: dict, b: dict) -> list[dict]:
+def diff_guards(a: dict, b: dict, guard_counts: tuple[dict, dict] | None = None) -> list[dict]:
+    """Per compile id, the guards only one run checks. ``count_a``/``count_b``: the frame's guards as the Dynamo
+    tab counts them (``guard_counts``), else torch's count, else None (unknown)."""
+    counts = [
+        guard_counts[i] if guard_counts else {g.get("compile_id"): g.get("count") for g in _guards(r)}
+        for i, r in enumerate((a, b))
+    ]
     a_guards = {g.get("compile_id"): guard_lines(g.get("text")) for g in (a.get("dynamo") or {}).get("guards") or []}
     b_guards = {g.get("compile_id"): guard_lines(g.get("text")) for g in (b.get("dynamo") or {}).get("guards") or []}
     out = []
@@ -262,11 +280,15 @@ def diff_guards(a: dict, b: dict) -> list[dict]:
                 "only_a": only_a,
                 "only_b": only_b,
                 "same": not only_a and not only_b and la is not None and lb is not None,
-                "count_a": len(la or []),
-                "count_b": len(lb or []),
+                "count_a": counts[0].get(compile_id) if la is not None else None,
+                "count_b": counts[1].get(compile_id) if lb is not None else None,
             }
         )
     return out
+
+
+def _guards(report: dict) -> list[dict]:
+    return (report.get("dynamo") or {}).get("guards") or []
 
 
 def diff_benchmarks(a: dict, b: dict) -> list[dict]:
@@ -281,7 +303,7 @@ def diff_benchmarks(a: dict, b: dict) -> list[dict]:
                 **{
                     f"{side}_{field}": row.get(field)
                     for side, row in (("a", ra), ("b", rb))
-                    for field in ("median_ms", "speedup_vs_eager", "max_abs_error", "status")
+                    for field in ("median_ms", "speedup_vs_eager", "speedup", "max_abs_error", "status")
                 },
                 "median_ms_delta": _delta(ra.get("median_ms"), rb.get("median_ms")),
             }
@@ -289,10 +311,10 @@ def diff_benchmarks(a: dict, b: dict) -> list[dict]:
     return out
 
 
-def compare(a: dict, b: dict) -> dict:
+def compare(a: dict, b: dict, guard_counts: tuple[dict, dict] | None = None) -> dict:
     """Everything that differs between report ``a`` and report ``b`` (docs/report-schema.md, "Comparing two
-    reports")."""
-    sa, sb = summary(a), summary(b)
+    reports"). ``guard_counts``: each side's guards per compile id as the Dynamo tab counts them."""
+    sa, sb = (summary(r, guard_counts[i] if guard_counts else None) for i, r in enumerate((a, b)))
     seconds_a = (a.get("runtime") or {}).get("compile_seconds") or {}
     seconds_b = (b.get("runtime") or {}).get("compile_seconds") or {}
     return {
@@ -309,5 +331,5 @@ def compare(a: dict, b: dict) -> dict:
         "benchmarks": diff_benchmarks(a, b),
         "graphs": diff_graphs(a, b),
         "kernels": diff_kernels(a, b),
-        "guards": diff_guards(a, b),
+        "guards": diff_guards(a, b, guard_counts),
     }

@@ -8,12 +8,15 @@ import re
 from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
 
 from contract.diff import compare
+from contract.report import Benchmark, Dynamo
 from storage import runstore
 from storage.models import FINISHED_STATUSES, Run
 from webapp import context
+from webapp.tabs import dynamo as dynamo_tab
+from webapp.tabs.runtime import outcome
 
 bp = Blueprint("diff", __name__)
-SECTIONS = ["dynamo", "aot", "inductor", "runtime", "environment"]
+SECTIONS = ["summary", "request", "dynamo", "aot", "inductor", "runtime", "environment"]
 _SLUG_IN_LINK = re.compile(r"/(?:r|diff/[^/]+)/(?P<slug>[A-Za-z0-9_-]{8,32})")
 
 
@@ -26,27 +29,58 @@ def _run(slug: str) -> Run | None:
     )
 
 
-def run_meta(run: Run, environment: dict) -> dict:
+def run_meta(run: Run, report: dict) -> dict:
+    """What tells one side from the other: the file, its kind, device, configs, train or inference, the torch
+    version, when it finished and its short id (two runs of one model.py differ in these, if in nothing else)."""
+    environment, request = report.get("environment") or {}, report.get("request") or {}
+    when = run.finished_at or run.created_at
+    train = request.get("train") if request.get("train") is not None else run.train
     return {
         "id": run.slug,
+        "short_id": run.slug[:8],
         "filename": run.filename,
         "kind": run.kind,
         "rank": run.rank,
         "device": run.device,
         "configs": run.configs,
+        "mode": None if train is None else "training" if train else "inference",
         "torch_version": environment.get("torch_version"),
+        "finished": when.strftime("%Y-%m-%d %H:%M UTC") if when else None,
         "url": url_for("pages.report", slug=run.slug, _external=True),
     }
+
+
+def guard_counts(report: dict) -> dict:
+    """Each frame's guards (compile id -> count) as the Dynamo tab counts them (webapp/tabs/dynamo.py)."""
+    section = report.get("dynamo")
+    if not section:
+        return {}
+    return {row["compile_id"]: row["count"] for row in dynamo_tab.guards_by_compile_id(Dynamo.model_validate(section))}
+
+
+def speedup_words(report: dict) -> dict:
+    """Each config's speedup in the Runtime tab's words (runtime.outcome): config -> (words, decided)."""
+    words = {}
+    for row in (report.get("runtime") or {}).get("benchmarks") or []:
+        benchmark = Benchmark.model_validate(row)
+        if benchmark.speedup is None and benchmark.config != "eager":
+            continue
+        result = outcome(benchmark)
+        words[benchmark.config] = (result.words, result.decided)
+    return words
 
 
 def comparison(run_a: Run, run_b: Run) -> dict:
     session = context.session()
     a, b = (runstore.load_sections(session, run, SECTIONS) for run in (run_a, run_b))
-    return {
-        "a": run_meta(run_a, a.get("environment") or {}),
-        "b": run_meta(run_b, b.get("environment") or {}),
-        **compare(a, b),
-    }
+    result = compare(a, b, (guard_counts(a), guard_counts(b)))
+    words_a, words_b = speedup_words(a), speedup_words(b)
+    for row in result["benchmarks"]:
+        for side, words in (("a", words_a), ("b", words_b)):
+            text, decided = words.get(row["config"], (None, False))
+            row[f"{side}_speedup_text"], row[f"{side}_speedup_decided"] = text, decided
+            row.pop(f"{side}_speedup", None)
+    return {"a": run_meta(run_a, a), "b": run_meta(run_b, b), **result}
 
 
 @bp.get("/diff/<a>/<b>")

@@ -1,0 +1,106 @@
+"""Issue 22, the diff page's defects, on real reports (tests/fixtures/reports) as the page renders them: guards
+counted as the Dynamo tab counts them, undecided speedups in the Runtime tab's words (never a bare figure), each side
+told apart, and a guard's timing ("Guard latency = ...") never listed as a difference of guards."""
+
+import re
+
+import pytest
+
+from storage.db import session_factory
+from tests.browser.conftest import read_sample_report
+from tests.support import make_settings, store_sample_report
+from tests.web.test_report_agreement import element, text_of
+from webapp import create_app
+
+NAMES = ("two_breaks_one_line", "custom_backend", "seed", "graph_break", "seed_busy_cpu", "mlp_train")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    settings = make_settings(tmp_path_factory.mktemp("diff_page"))
+    with session_factory(settings.database_url)() as session:
+        slugs = {name: store_sample_report(session, read_sample_report(name)).slug for name in NAMES}
+    return create_app(settings).test_client(), slugs
+
+
+def get(client, url):
+    response = client.get(url)
+    assert response.status_code == 200, url
+    return response.get_data(as_text=True)
+
+
+def diff(site, a, b):
+    client, slugs = site
+    return get(client, f"/diff/{slugs[a]}/{slugs[b]}"), client.get(f"/api/diff/{slugs[a]}/{slugs[b]}").get_json()
+
+
+def dynamo_tab_guards(site, name) -> int:
+    """The guards the Dynamo tab counts: its header's total where torch counted them, else its frames' counts."""
+    client, slugs = site
+    page = get(client, f"/r/{slugs[name]}/dynamo")
+    total = re.search(r"(\d+) guards?", element(page, "guard-count") or "")
+    if total:
+        return int(total.group(1))
+    return sum(int(n) for n in re.findall(r'<span class="muted">(\d+) guards</span></h3>', page))
+
+
+def summary_cells(page, metric):
+    row = re.search(rf'<tr data-metric="{metric}">(.*?)</tr>', page, re.S).group(1)
+    return [text_of(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+
+
+@pytest.mark.parametrize("a, b", [("two_breaks_one_line", "custom_backend"), ("seed", "graph_break")])
+def test_the_diff_counts_guards_as_the_dynamo_tab_does(site, a, b):
+    page, data = diff(site, a, b)
+    want = dynamo_tab_guards(site, a), dynamo_tab_guards(site, b)
+    assert want[0] > 3 and want[1] > 3  # more guards than frames: a count of frames would be told apart
+    cells = summary_cells(page, "guards")
+    assert (cells[1], cells[2]) == (str(want[0]), str(want[1])), cells
+    guards = next(row for row in data["summary"] if row["metric"] == "guards")
+    assert (guards["a"], guards["b"]) == want
+    # each frame's count as the Dynamo tab shows it, in the diff's own guard sections too
+    per_frame = re.findall(r"(\d+) guards in A, (\d+|—) in B", text_of(element(page, "diff-guards") or ""))
+    assert sum(int(x) for x, _ in per_frame) == want[0], per_frame
+
+
+def test_undecided_speedups_are_worded_as_the_runtime_tab_words_them(site):
+    client, slugs = site
+    page, data = diff(site, "seed", "seed_busy_cpu")
+    runtime = text_of(get(client, f"/r/{slugs['seed_busy_cpu']}/runtime"))
+    table = re.search(r'<table class="records" id="diff-benchmarks">.*?</table>', page, re.S).group(0)
+    cells_of = (re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in re.findall(r"<tr>(.*?)</tr>", table, re.S))
+    rows = {text_of(cells[0]): [text_of(c) for c in cells] for cells in cells_of if cells}
+    undecided = [row for row in data["benchmarks"] if row["b_speedup_text"] and not row["b_speedup_decided"]]
+    assert undecided and all(row["config"] != "eager" for row in undecided)
+    for row in undecided:
+        cell = rows[row["config"]][5]  # Speedup B
+        assert "not decided" in cell, cell
+        assert not re.fullmatch(r"[\d.]+x?", cell), cell  # never a bare figure
+        assert cell in runtime, (cell, row["config"])  # the Runtime tab's very words
+    # No speedup is quoted bare anywhere in the table: every speedup cell is words or a decided figure.
+    for config, cells in rows.items():
+        for cell in cells[4:6]:
+            assert not re.fullmatch(r"\d+(\.\d+)?(e[+-]?\d+)?", cell), (config, cell)
+
+
+def test_each_side_is_told_apart(site):
+    page, data = diff(site, "seed", "seed_busy_cpu")
+    head = re.search(r'<div class="diff-head".*?</div>', page, re.S).group(0)
+    side_a, side_b = (text_of(p) for p in re.findall(r"<p><strong>[AB]</strong>(.*?)</p>", head, re.S))
+    assert side_a != side_b
+    for side, meta in ((side_a, data["a"]), (side_b, data["b"])):
+        assert meta["short_id"] in side and meta["id"].startswith(meta["short_id"])
+        assert meta["finished"] and meta["finished"] in side
+        assert f"torch {meta['torch_version']}" in side, side
+    # The same file run twice: the labels still differ (run id), not just "seed.py job" twice.
+    page, data = diff(site, "seed", "seed")
+    head = re.search(r'<div class="diff-head".*?</div>', page, re.S).group(0)
+    assert "run " + data["a"]["short_id"] in text_of(head)
+
+
+def test_a_guards_timing_is_not_a_difference_of_guards(site):
+    page, data = diff(site, "seed", "seed_busy_cpu")
+    for row in data["guards"]:
+        for line in row["only_a"] + row["only_b"]:
+            assert "latency" not in line.lower(), line
+    assert "Guard latency" not in text_of(element(page, "diff-guards") or "")
