@@ -38,7 +38,8 @@ class Processes(_Model):
     """The measuring processes: the figures across them are `benchmarks[].processes` and `benchmarks[].speedup`."""
 
     status: Literal["ok", "failed", "pending", "skipped"] | None = None
-    """null: none was run (a ladder without eager and another config, or a report from before them); pending:
+    """null: none was run (a recorded config that is not an Inductor one, whose job starts no warm-compile
+    processes; a ladder without eager and another config; a report from before them); pending:
     still running when the report was first stored; ok: at least two processes timed the configs"""
     reason: str | None = None
     method: str | None = None

@@ -22,7 +22,7 @@ from pydantic import StringConstraints
 # Pipeline stages in the order a job passes through them (engine/child.py): the recorded compile's artifacts are
 # collected ("report") before the benchmarks; progress events and report["stages"] use these names.
 # warm_compile: after the report, the fresh-process compiles of runtime.compile_cache (Inductor configs) and the
-# measuring processes of runtime.processes (any ladder with eager and another config).
+# measuring processes of runtime.processes (the same processes, timing the ladder again).
 StageName = Literal["load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "warm_compile"]
 STAGES: tuple[StageName, ...] = get_args(StageName)
 
@@ -116,8 +116,7 @@ def job_plan(configs: list[str]) -> list[tuple[StageName, str | None]]:
     steps.append(("benchmark", None))
     if target.backend == "inductor":
         steps.append(("profile", None))
-    if target.backend == "inductor" or ("eager" in configs and len(configs) >= 2):
-        # after the report: cold vs warm (Inductor) and the measuring processes (runtime.processes)
+        # after the report: cold vs warm, and the same processes time the ladder again (runtime.processes)
         steps.append(("warm_compile", target.name))
     return steps
 

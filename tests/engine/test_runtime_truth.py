@@ -208,17 +208,31 @@ def test_seed_timing_is_interleaved_rounds_with_a_decided_or_undecided_speedup(e
     report = explore("seed", ["eager", "inductor_default", "inductor_reduce_overhead"])
     rt = report["runtime"]
     assert rt["timing"]["order"] == "interleaved" and rt["timing"]["rounds"] >= 5
+    assert rt["processes"]["status"] == "ok", rt["processes"]
     assert rt["load"]["loadavg_before"] and rt["load"]["cpu_count"] >= 1 and rt["load"]["text"]
     for b in rt["benchmarks"]:
         assert b["rounds"] == rt["timing"]["rounds"] and b["steps_per_round"] >= 1
         assert b["p10_ms"] <= b["median_ms"] <= b["p90_ms"] and b["latency_ms"] > 0
         speedup = b["speedup"]
         assert isinstance(speedup["decided"], bool)
-        if b["config"] != "eager" and not speedup["decided"]:
-            # The reason is the job's own: contended rounds (kept because no quiet one was left) decide nothing
-            # however narrow, quiet ones only when their interval is too wide.
+        if b["config"] == "eager":
+            continue
+        # The capture process's own figure: contended rounds (kept because no quiet one was left) decide nothing
+        # however narrow, quiet ones only when their interval is too wide.
+        capture = b["capture_speedup"]
+        assert capture["source"] == "capture_process"
+        if not capture["decided"]:
             reason = "the machine was busy" if rt["load"]["contended"] else "measurements too noisy"
-            assert speedup["text"].startswith("not decided: " + reason), speedup["text"]
+            assert capture["text"].startswith("not decided: " + reason), capture["text"]
+        # The figure shown is the fresh processes': undecided for a reason of theirs, which the text names.
+        assert speedup["source"] == "processes" and len(speedup["processes"]) == 2
+        if not speedup["decided"]:
+            runs = [r for r in rt["processes"]["runs"] if r["status"] == "ok"]
+            if any(r["contended"] for r in runs):
+                reasons = ("the machine was busy in every round of the",)
+            else:
+                reasons = ("measurements too noisy within a process", "the 2 processes disagree")
+            assert speedup["text"].startswith(tuple("not decided: " + r for r in reasons)), speedup["text"]
     # The CLI never prints a bare speedup: the figure with its spread, or "not decided".
     for b in rt["benchmarks"]:
         assert b["speedup"]["text"] in summary(report)

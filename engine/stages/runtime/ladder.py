@@ -152,10 +152,11 @@ class LadderStage(Stage):
                 )
             job.end("profile", t0)
 
-    def judge(self, name: str, state, entry: dict, outs: list, grads: dict, cudagraph_steps: bool) -> None:
+    def judge(self, name: str, config, state, entry: dict, outs: list, grads: dict, cudagraph_steps: bool) -> None:
         """The rung's correctness against eager into ``entry``; an Inductor rung of a model that draws random
-        numbers is judged on a second compile with fallback_random (same_stream_step)."""
-        reference, backend = state.reference, CONFIGS[name].backend
+        numbers is judged on a second compile with fallback_random (same_stream_step). ``config``: the rung's
+        (a built-in one, or a user backend's, whose backend is its rung name)."""
+        reference, backend = state.reference, config.backend
         if name == "eager":
             correctness = {
                 "verdict": "match" if reference.deterministic else "nondeterministic",
@@ -170,7 +171,7 @@ class LadderStage(Stage):
         else:
             same_stream = None
             if reference.uses_rng and reference.deterministic and backend == "inductor":
-                outs, grads, same_stream = self.same_stream_step(name, state, cudagraph_steps, (outs, grads))
+                outs, grads, same_stream = self.same_stream_step(config, state, cudagraph_steps, (outs, grads))
             correctness = rung_verdict(reference.judge(outs, grads), reference, backend, same_stream)
         entry["correctness"] = correctness
         entry["max_abs_error"], entry["max_rel_error"] = correctness["max_abs_error"], correctness["max_rel_error"]
@@ -178,11 +179,11 @@ class LadderStage(Stage):
             g = correctness.get("gradients") or {"max_abs_error": 0.0, "max_rel_error": 0.0}
             entry["grad_max_abs_error"], entry["grad_max_rel_error"] = g["max_abs_error"], g["max_rel_error"]
 
-    def same_stream_step(self, name: str, state, cudagraph_steps: bool, timed: tuple) -> tuple:
-        """The compared step of ``name`` compiled again with fallback_random, seeded like eager: (outs, grads,
+    def same_stream_step(self, config, state, cudagraph_steps: bool, timed: tuple) -> tuple:
+        """The compared step of ``config`` (an Inductor one) compiled again with fallback_random, seeded like eager: (outs, grads,
         (True, how)); where that cannot be done, the timed compile's (outs, grads) and (False, why)."""
         ctx, workload = state.ctx, state.workload
-        backend, why = fallback_random_backend(CONFIGS[name].mode)
+        backend, why = fallback_random_backend(config.mode)
         if backend is None:
             ctx.mark_unavailable("inductor.fallback_random", why)
             return (*timed, (False, why))
@@ -226,7 +227,7 @@ class LadderStage(Stage):
                     first_ms, outs, grads = workload.compared_step(fn, inst, cudagraph_steps=cudagraph_steps)
                 entry["first_call_ms"] = round(first_ms, 3)
             # Outside the watch: the same-stream check compiles a second time, which is not this rung's CUDA graphs.
-            self.judge(name, state, entry, outs, grads, cudagraph_steps)
+            self.judge(name, config, state, entry, outs, grads, cudagraph_steps)
             rung = Rung(name, inst, fn, entry, cudagraph_steps)
             with watch:
                 rung.step_s = warm_up(workload, rung)

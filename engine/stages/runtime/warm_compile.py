@@ -11,6 +11,7 @@ import time
 
 import torch
 
+from contract.vocab import CONFIGS
 from engine.measure.caches import cache_counts, kernel_binaries, trusted_binaries
 from engine.stages.base import Stage
 from engine.stages.runtime.processes import merge_processes
@@ -81,21 +82,27 @@ PENDING = "still running when the report was stored: the page shows it when it i
 
 class WarmCompileStage(Stage):
     """After the report is readable (the post-report phase, runtime.compile_cache and runtime.processes): the
-    recorded config compiled again in two fresh processes in the job's folder and sandbox (cold vs warm, for an
-    Inductor config: only Inductor's compile has caches worth warming), each of which then times every config that
-    the ladder timed, as a user's script would (engine.stages.runtime.processes)."""
+    recorded Inductor config compiled again in two fresh processes in the job's folder and sandbox (cold vs warm:
+    only Inductor's compile has caches worth warming), each of which then times every built-in config that the
+    ladder timed, as a user's script would (engine.stages.runtime.processes)."""
 
     name = "warm_compile"
 
     def run(self, job) -> None:
         target, rt = job.state.target, job.report["runtime"]
-        timed = [b["config"] for b in rt.get("benchmarks") or [] if b["status"] == "ok" and b.get("median_ms")]
-        measuring = "eager" in timed and len(timed) >= 2
-        if target.backend != "inductor" and not measuring:
+        if target.backend != "inductor":
             return
+        # Only where the warm-compile processes run anyway: two more interpreters for every eager/aot_eager ladder
+        # cost more than the job (tests/engine took 1,657 s with them, 630 s before); user:<name> rungs need the
+        # user's backend, which a measuring process does not load.
+        timed = [
+            b["config"]
+            for b in rt.get("benchmarks") or []
+            if b["status"] == "ok" and b.get("median_ms") and b["config"] in CONFIGS
+        ]
+        measuring = "eager" in timed and len(timed) >= 2
         pending = {"status": "pending", "reason": PENDING}
-        if target.backend == "inductor":
-            rt["compile_cache"].update(warmup=pending, warm=pending)
+        rt["compile_cache"].update(warmup=pending, warm=pending)
         if measuring:
             rt["processes"] = {**pending, "method": None, "runs": []}
         job.save_early()
@@ -103,20 +110,17 @@ class WarmCompileStage(Stage):
         with job.state.ctx.guard("runtime.warm_compile"):
             time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
             results = warm_compiles(job.job_dir, target.name, time_left, timed if measuring else [])
-            if target.backend == "inductor":
-                rt["compile_cache"].update(
-                    {k: {n: v for n, v in r.items() if n != "timing"} for k, r in results.items()}
-                )
+            rt["compile_cache"].update({k: {n: v for n, v in r.items() if n != "timing"} for k, r in results.items()})
             if measuring:
                 merge_processes(rt, results)
-        self._settle(rt, target.backend == "inductor", measuring)
+        self._settle(rt, measuring)
         job.end(self.name, t0, config=target.name)
 
     @staticmethod
-    def _settle(rt: dict, warm: bool, measuring: bool) -> None:
+    def _settle(rt: dict, measuring: bool) -> None:
         """What never ran (the one before it failed, or this stage raised) says so instead of pending."""
         never = {"status": "skipped", "reason": "the warm compile did not get this far (see errors)"}
-        for label in ("warmup", "warm") if warm else ():
+        for label in ("warmup", "warm"):
             if rt["compile_cache"][label]["status"] == "pending":
                 rt["compile_cache"][label] = dict(never)
         if measuring and rt["processes"]["status"] == "pending":
