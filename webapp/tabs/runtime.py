@@ -172,11 +172,9 @@ def runtime_headline(runtime: Runtime) -> list[str]:
     undecided = [config for config, o in outcomes if o.kind == "undecided"]
     # Undecided because the fresh measuring processes disagree with each other (runtime.processes): say that, with
     # their figures, rather than blame one process's spread.
-    by_name = {b.config: b for b in runtime.benchmarks}
-    disagree = [c for c in undecided if "processes disagree" in (by_name[c].speedup.text or "")]
-    lines += [
-        f"Speedup not decided for {c}: {by_name[c].speedup.text.removeprefix('not decided: ')}." for c in disagree
-    ]
+    texts = {b.config: b.speedup.text or "" for b in runtime.benchmarks if b.speedup is not None}
+    disagree = [c for c in undecided if "processes disagree" in texts.get(c, "")]
+    lines += [f"Speedup not decided for {c}: {texts[c].removeprefix('not decided: ')}." for c in disagree]
     undecided = [c for c in undecided if c not in disagree]
     if undecided and runtime.load.contended:
         lines.append(
