@@ -302,12 +302,14 @@ def reading(r):
     return "; ".join(words)
 
 
-def fidelity(out_dir, jobs, device, case_names, configs, loops=FRESH_PROCESSES, with_in_process=False):
+def fidelity(
+    out_dir, jobs, device, case_names, configs, loops=FRESH_PROCESSES, with_in_process=False, deadline_s=DEADLINE_S
+):
     everything, rows = {}, []
     started = time.time()
     for name in case_names:
-        if time.time() - started > DEADLINE_S:
-            print(f"SKIPPED {name}: past the bench's {DEADLINE_S} s", flush=True)
+        if time.time() - started > deadline_s:
+            print(f"SKIPPED {name}: past the bench's {deadline_s} s", flush=True)
             continue
         try:
             fidelity_case(name, out_dir, jobs, device, configs, loops, everything, rows, with_in_process)
@@ -476,6 +478,7 @@ if __name__ == "__main__":
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--jobs", default=None, help="where the jobs' folders go (default: OUT/jobs)")
     parser.add_argument("--loops", type=int, default=FRESH_PROCESSES, help="fresh loop processes per model")
+    parser.add_argument("--deadline", type=float, default=DEADLINE_S, help="fidelity: no new model after this (s)")
     parser.add_argument("--steps", default="{}", help="loop: steps per round per config (JSON)")
     parser.add_argument("--references", action="store_true", help="loop: do_bench_cudagraph after the rounds")
     parser.add_argument("--in-process", action="store_true", help="fidelity: also the earlier in-process references")
@@ -487,7 +490,7 @@ if __name__ == "__main__":
     os.makedirs(a.out, exist_ok=True)
     jobs = a.jobs or os.path.join(a.out, "jobs")
     if a.part == "fidelity":
-        fidelity(a.out, jobs, a.device, a.cases.split(","), configs, a.loops, a.in_process)
+        fidelity(a.out, jobs, a.device, a.cases.split(","), configs, a.loops, a.in_process, a.deadline)
     elif a.part == "in_process":
         in_process(a.device, a.cases.split(","), configs)
     else:
