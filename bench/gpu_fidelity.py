@@ -1,23 +1,24 @@
 """GPU fidelity: pt2scope's reported numbers against independent measurements of the same steps on the same GPU.
-Run on the device machine (a CPU dry run checks the script here: --device cpu, no GPU-busy references):
+Run on the device machine (a CPU dry run checks the script here: --device cpu):
     python bench/gpu_fidelity.py OUT [fidelity|in_process|cudagraphs|loop] [--device cpu] [--cases a,b] [--configs ...]
-fidelity, per model: the engine's job (`python -m engine explore`, its own child process) and then, in this process,
-the same configs compiled afresh (on the job's warm caches) and measured by
-  - throughput: an independent loop (a user's: `with torch.no_grad(): for _ in range(n): fn(x)`, CUDA events around
-    the N back-to-back steps, N = the engine's steps_per_round) interleaved round by round with the engine's own
-    round (engine.stages.runtime.timing.time_round on the same function): the engine's method against a loop in the same
-    process at the same time, and the job's figure (another process, a minute earlier) against both;
-  - GPU busy: triton.testing.do_bench (median; flushes the L2 before each repetition, and its events include the
-    host's gaps once a step's launches outlast the flush), triton.testing.do_bench_cudagraph (median; the step
-    replayed from a CUDA graph: warm L2, no host gaps; not for reduce-overhead, which is a CUDA graph already), and
-    "queued" (CUDA events around N steps launched while a sleep kernel holds the GPU: every launch is queued before
-    the first runs, so the events time the device alone, warm L2, for every config), against the job's figure and
-    the engine's gpu_busy_ms on this process's function (run last: CUPTI slows launches once it has run);
-  - drift: the 1024x1024 seed's loop again at the end, before and after that profiler pass; `loop` runs the same
-    loop in fresh processes (process-to-process spread of a plain loop).
+        [--loops N] [--in-process] [--jobs DIR]
+fidelity, per model: the engine's job (`python -m engine explore`, its own child process), then N (--loops, default
+2) fresh processes, one after the other, each running a user's loop of the same steps on the job's warm caches
+(`with torch.no_grad(): for _ in range(n): fn(x)`; training: grads to None, forward, `.float().sum().backward()`;
+reduce-overhead: `torch.compiler.cudagraph_mark_step_begin()` before each step): CUDA events around n back-to-back
+steps (n = the job's steps_per_round), one untimed step first, 11 rounds interleaved across configs, the process's
+median. The table compares the job's figure across its own fresh measuring processes (benchmarks[].processes:
+median of the process medians, lowest-highest) with the loop's across its processes, diff in %, and counts the
+cases within 5%; beside them the capture process's own figure (median_ms), and per case a reading in words
+(host-bound: the GPU is busy for under 60% of the step, by do_bench_cudagraph in the first loop process after its
+rounds, else the job's gpu_busy_ms; noisy: the processes' medians spread more than 5%). Then the per-process medians.
+--in-process adds the earlier bench's references in this process (engine round vs loop interleaved, do_bench,
+do_bench_cudagraph, queued).
 in_process: the engine's round against the loop alone, in this process (no job, no GPU-busy references).
 cudagraphs: mode="reduce-overhead" with a list of example inputs and with training: status, CUDA graphs, verdict.
-Prints one table per part last; writes OUT/fidelity.json and each job's report as OUT/<case>.json."""
+loop: one fresh loop process (what fidelity spawns; prints JSON).
+Prints the table last; writes OUT/fidelity.json, OUT/table.txt (after each model) and each job's report as
+OUT/<case>.json."""
 
 import argparse
 import json
@@ -35,7 +36,7 @@ import torch.utils._pytree as pytree
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
-from engine.stages.runtime import profiling, timing  # noqa: E402 - the engine's own timing code, measured in this process
+from engine.stages.runtime import timing  # noqa: E402 - the engine's own timing code, measured in this process
 from engine.stages.runtime.rung import Rung  # noqa: E402
 from engine.stages.runtime.workload import Workload  # noqa: E402
 
@@ -50,7 +51,7 @@ CONFIGS = ["eager", "inductor_default", "inductor_reduce_overhead"]
 MODES = {"inductor_default": "default", "inductor_reduce_overhead": "reduce-overhead", "aot_eager": None}
 ROUNDS = 11  # interleaved rounds of (engine round, loop) per config
 FRESH_PROCESSES = 2
-DEADLINE_S = 360  # no new model after this: the device call's 10 minutes must hold the rest
+DEADLINE_S = 420  # no new model after this: the device call's 10 minutes must hold the rest (a model: about 2 min)
 
 
 def explore(case, path, jobs, device, configs):
@@ -199,13 +200,45 @@ def measure(path, configs, device, steps_per_round, rounds=ROUNDS, references=Tr
     return cases, results
 
 
-def profiler_busy(cases):
-    """The engine's gpu_busy_ms (profiler, sum of kernel time) on this process's functions."""
-    return {config: profiling.gpu_busy_ms(case.workload, case.rung) for config, case in cases.items()}
+def job_figures(report):
+    """Per config, what the job reports: its figure across its fresh measuring processes (benchmarks[].processes)
+    and its capture process's own (median_ms)."""
+    rt = report["runtime"]
+    out = {}
+    for b in rt["benchmarks"]:
+        if b.get("status") != "ok":
+            continue
+        p = b.get("processes") or {}
+        out[b["config"]] = {
+            "processes_ms": p.get("median_ms"),
+            "processes_low_ms": p.get("low_ms"),
+            "processes_high_ms": p.get("high_ms"),
+            "process_medians_ms": p.get("process_medians_ms") or [],
+            "capture_ms": b.get("median_ms"),
+            "capture_p10_ms": b.get("p10_ms"),
+            "capture_p90_ms": b.get("p90_ms"),
+            "steps_per_round": b.get("steps_per_round"),
+            "gpu_busy_ms": b.get("gpu_busy_ms"),
+            "latency_ms": b.get("latency_ms"),
+            "speedup": (b.get("speedup") or {}).get("text"),
+            "capture_speedup": (b.get("capture_speedup") or {}).get("text"),
+            "verdict": (b.get("correctness") or {}).get("verdict"),
+            "cudagraphs": (b.get("cudagraphs") or {}).get("status"),
+        }
+    procs = rt.get("processes") or {}
+    runs = [
+        {
+            k: r.get(k)
+            for k in ("label", "status", "reason", "rounds", "medians_ms", "contended", "load", "wall_seconds")
+        }
+        for r in procs.get("runs") or []
+    ]
+    return out, {"status": procs.get("status"), "reason": procs.get("reason"), "runs": runs}
 
 
-def fidelity_case(name, out_dir, jobs, device, configs, everything, alive, job_dirs, rows):
-    """One model: its job, then this process's measurements of the same configs (added to the dicts and rows)."""
+def fidelity_case(name, out_dir, jobs, device, configs, loops, everything, rows, with_in_process):
+    """One model: its job, then `loops` fresh processes that each run a user's loop of the same steps (on the job's
+    warm caches), one after the other; optionally the in-process references of the earlier bench."""
     path = FIDELITY_CASES[name]
     report, job_dir = explore(name, path, jobs, device, configs)
     shutil.copy(os.path.join(job_dir, "report.json"), os.path.join(out_dir, f"{name}.json"))
@@ -214,121 +247,195 @@ def fidelity_case(name, out_dir, jobs, device, configs, everything, alive, job_d
         return
     rt = report["runtime"]
     print(f"{name}: {rt['load']['text']}; {(rt.get('kernel_profile_summary') or {}).get('text')}", flush=True)
-    jobs_b = {b["config"]: b for b in rt["benchmarks"]}
-    # This process compiles on the caches the job's warm compiles filled (its own compile is not measured).
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job_dir, "inductor-cache")
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(job_dir, "triton-cache")
-    ok = [c for c in configs if jobs_b.get(c, {}).get("status") == "ok"]
-    cases, results = measure(path, ok, device, {c: jobs_b[c]["steps_per_round"] for c in ok})
-    alive[name], job_dirs[name] = cases, job_dir
+    job, procs = job_figures(report)
+    ok = [c for c in configs if c in job]
+    steps = {c: job[c]["steps_per_round"] for c in ok}
+    fresh = [fresh_loop(name, device, ok, job_dir, steps, references=(i == 0)) for i in range(loops)]
+    fresh = [f for f in fresh if f]
+    entry = {"load": rt["load"], "kernel_profile_summary": rt.get("kernel_profile_summary"), "job_processes": procs}
     for config in ok:
-        b, r = jobs_b[config], results[config]
-        r["job"] = {k: b.get(k) for k in ("median_ms", "p10_ms", "p90_ms", "gpu_busy_ms", "latency_ms")}
-        r["job"]["speedup"] = (b.get("speedup") or {}).get("text")
-        r["job"]["verdict"] = b["correctness"]["verdict"]
-        r["job"]["cudagraphs"] = b["cudagraphs"].get("status")
+        medians = [f["medians_ms"][config] for f in fresh if config in f.get("medians_ms", {})]
+        r = {"job": job[config], "loop_process_medians_ms": medians}
+        if medians:
+            r["loop_ms"] = [statistics.median(medians), min(medians), max(medians)]
+            r["loop_within_process"] = [f["spread_ms"][config] for f in fresh if config in f.get("spread_ms", {})]
+        refs = (fresh[0].get("references") or {}).get(config, {}) if fresh else {}
+        r.update(refs)
+        entry[config] = r
         rows.append((name, config, r))
-    everything[name] = {"load": rt["load"], "kernel_profile_summary": rt.get("kernel_profile_summary"), **results}
-    print(json.dumps(results), flush=True)
+    entry["fresh_loads"] = [f.get("load") for f in fresh]
+    if with_in_process:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job_dir, "inductor-cache")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(job_dir, "triton-cache")
+        _, results = measure(path, ok, device, steps)
+        for config in ok:
+            entry[config]["in_process"] = results[config]
+    everything[name] = entry
+    print(json.dumps({c: entry[c] for c in ok}), flush=True)
 
 
-def fidelity(out_dir, jobs, device, case_names, configs):
-    torch._dynamo.config.recompile_limit = 64  # every config of every model compiles the same code objects
-    everything, alive, job_dirs, rows = {}, {}, {}, []
+def reading(r):
+    """Why a case is or is not within 5%, in words: host-bound (the GPU idles for much of a step, so the figure is
+    the host's launch speed, which moves from process to process) and noisy (the processes' medians spread more than
+    the 5% asked)."""
+    job, loop = r["job"], r.get("loop_ms")
+    if not loop or not job.get("processes_ms"):
+        return "not compared (no loop or no figure across processes)"
+    words = []
+    busy = r.get("do_bench_cudagraph") or job.get("gpu_busy_ms")
+    if busy:
+        share = busy / loop[0]
+        words.append(f"GPU busy {share:.0%} of the step" + (": host-bound" if share < 0.6 else ""))
+    spreads = []
+    for label, lo, hi, med in (
+        ("job", job["processes_low_ms"], job["processes_high_ms"], job["processes_ms"]),
+        ("loop", loop[1], loop[2], loop[0]),
+    ):
+        if med and hi is not None and lo is not None:
+            spreads.append((label, (hi - lo) / med))
+    noisy = [f"{label} processes {s:.0%} apart" for label, s in spreads if s > 0.05]
+    if noisy:
+        words.append("noisy: " + ", ".join(noisy))
+    j_lo, j_hi = job["processes_low_ms"], job["processes_high_ms"]
+    if j_lo is not None and not (j_hi < loop[1] or loop[2] < j_lo):
+        words.append("spreads overlap")
+    return "; ".join(words)
+
+
+def fidelity(
+    out_dir, jobs, device, case_names, configs, loops=FRESH_PROCESSES, with_in_process=False, deadline_s=DEADLINE_S
+):
+    everything, rows = {}, []
     started = time.time()
     for name in case_names:
-        if time.time() - started > DEADLINE_S:
-            print(f"SKIPPED {name}: past the bench's {DEADLINE_S} s", flush=True)
+        if time.time() - started > deadline_s:
+            print(f"SKIPPED {name}: past the bench's {deadline_s} s", flush=True)
             continue
         try:
-            fidelity_case(name, out_dir, jobs, device, configs, everything, alive, job_dirs, rows)
+            fidelity_case(name, out_dir, jobs, device, configs, loops, everything, rows, with_in_process)
         except Exception as exc:  # noqa: BLE001 - one model that fails keeps the others' figures
             print(f"FAILED {name}: {type(exc).__name__}: {exc}", flush=True)
         with open(os.path.join(out_dir, "fidelity.json"), "w") as f:
             json.dump(everything, f, indent=1)
+        with open(os.path.join(out_dir, "table.txt"), "w") as f:  # so far: a run cut short keeps its table
+            f.write(fidelity_table(everything, rows) + "\n")
+    print(fidelity_table(everything, rows))
 
-    drift = {}
-    if "seed" in alive:
-        seed = alive["seed"]
-        drift["at_end_before_profiler"] = {
-            c: spread([s.loop_ms(s.rung.steps_per_round) for _ in range(5)]) for c, s in seed.items()
-        }
-    if device == "cuda":
-        for name, cases in alive.items():
-            for config, busy in profiler_busy(cases).items():
-                everything[name][config]["engine_in_process_gpu_busy_ms"] = busy
-        if "seed" in alive:
-            drift["at_end_after_profiler"] = {
-                c: spread([s.loop_ms(s.rung.steps_per_round) for _ in range(5)]) for c, s in alive["seed"].items()
-            }
-    everything["drift"] = drift
-    if "seed" in alive:
-        everything["fresh_processes"] = [
-            fresh_loop("seed", device, configs, job_dirs["seed"]) for _ in range(FRESH_PROCESSES)
-        ]
-    with open(os.path.join(out_dir, "fidelity.json"), "w") as f:
-        json.dump(everything, f, indent=1)
 
-    print(
-        f"\n{'case':<18}{'config':<25}{'job ms':>8}{'loop ms (min-max)':>26}{'diff':>7}{'in-proc':>9}{'/loop':>7}"
-        f"{'job busy':>10}{'proc busy':>10}{'do_bench':>9}{'cudagraph':>10}{'queued':>8}  speedup (job)"
-    )
+def fidelity_table(everything, rows):
+    def f(v, w=8, d=4):
+        return f"{v:>{w}.{d}f}" if isinstance(v, (int, float)) else f"{'-':>{w}}"
+
+    lines = [
+        "\nThe job across its fresh measuring processes (benchmarks[].processes: median of the process medians, "
+        "lowest-highest) against a user's CUDA-event loop of the same steps in fresh processes (median of the "
+        "process medians, lowest-highest); capture = the job's own process (median_ms); ms per step",
+        f"{'case':<18}{'config':<25}{'job procs ms (low-high)':>26}{'capture':>9}{'loop procs ms (low-high)':>27}"
+        f"{'diff':>8}{'cap diff':>9}{'<=5%':>5}  speedup (job, across processes) | reading",
+    ]
+    within = compared = 0
     for name, config, r in rows:
-        job, loop = r["job"], r["loop_ms"]
-        busy = everything[name][config].get("engine_in_process_gpu_busy_ms")
-
-        def f(v, w=9):
-            return f"{v:>{w}.4f}" if isinstance(v, float) else f"{'-':>{w}}"
-
-        print(
-            f"{name:<18}{config:<25}{job['median_ms']:>8.4f}{loop[0]:>10.4f} ({loop[1]:.4f}-{loop[2]:.4f})"
-            f"{(job['median_ms'] / loop[0] - 1) * 100:>6.1f}%{r['engine_in_process_ms'][0]:>9.4f}"
-            f"{r['engine_over_loop'][0]:>7.3f}{f(job['gpu_busy_ms'], 10)}{f(busy, 10)}{f(r.get('do_bench'))}"
-            f"{f(r.get('do_bench_cudagraph'), 10)}{f(r.get('queued'), 8)}  {job['speedup']}"
+        job, loop = r["job"], r.get("loop_ms")
+        jp = job.get("processes_ms")
+        diff = cap = None
+        if loop and jp:
+            diff = (jp / loop[0] - 1) * 100
+            compared += 1
+            within += abs(diff) <= 5
+        if loop and job.get("capture_ms"):
+            cap = (job["capture_ms"] / loop[0] - 1) * 100
+        jtxt = f"{jp:.4f} ({job['processes_low_ms']:.4f}-{job['processes_high_ms']:.4f})" if jp else "-"
+        ltxt = f"{loop[0]:.4f} ({loop[1]:.4f}-{loop[2]:.4f})" if loop else "-"
+        ok = "-" if diff is None else ("yes" if abs(diff) <= 5 else "no")
+        lines.append(
+            f"{name:<18}{config:<25}{jtxt:>26}{f(job.get('capture_ms'), 9)}{ltxt:>27}"
+            f"{f(diff, 7, 1)}%{f(cap, 8, 1)}%{ok:>5}  {job.get('speedup')} | {reading(r)}"
         )
-    for key, value in drift.items():
-        print(f"seed loop {key}: " + ", ".join(f"{c} {v[0]:.4f} ({v[1]:.4f}-{v[2]:.4f})" for c, v in value.items()))
-    for i, fresh in enumerate(everything.get("fresh_processes", [])):
-        print(f"seed loop, fresh process {i + 1}: " + ", ".join(f"{c} {v:.4f}" for c, v in fresh.items()))
+    lines.append(f"within 5%: {within} of {compared} compared ({len(rows)} cases)")
+    lines.append("\nPer-process medians (ms per step): the job's measuring processes | the fresh loop processes")
+    for name, config, r in rows:
+        job = r["job"]
+        jm = ", ".join(f"{v:.4f}" for v in job.get("process_medians_ms") or [])
+        lm = ", ".join(f"{v:.4f}" for v in r.get("loop_process_medians_ms") or [])
+        within_p = "; ".join(f"{s[0]:.4f}-{s[1]:.4f}" for s in r.get("loop_within_process") or [])
+        lines.append(
+            f"{name:<18}{config:<25}job [{jm}] | loop [{lm}] (p10-p90 within: {within_p}); capture p10-p90 "
+            f"{f(job.get('capture_p10_ms'), 0)}-{f(job.get('capture_p90_ms'), 0)}; GPU busy job "
+            f"{f(job.get('gpu_busy_ms'), 0)}, do_bench_cudagraph {f(r.get('do_bench_cudagraph'), 0)}; "
+            f"CUDA graphs {job.get('cudagraphs')}; capture speedup {job.get('capture_speedup')}"
+        )
+    for name, e in everything.items():
+        runs = e.get("job_processes", {}).get("runs", [])
+        desc = "; ".join(
+            f"{x['label']} {x['status']} rounds {x.get('rounds')} contended {x.get('contended')} load {x.get('load')}"
+            for x in runs
+        )
+        lines.append(f"{name}: job processes {e['job_processes'].get('status')}: {desc}; loop loads {e['fresh_loads']}")
+    return "\n".join(lines)
 
 
-def fresh_loop(name, device, configs, job_dir):
+def fresh_loop(name, device, configs, job_dir, steps, references=False):
+    """A user's loop of the same steps in a fresh process, on the job's warm caches."""
     caches = {"TORCHINDUCTOR_CACHE_DIR": "inductor-cache", "TRITON_CACHE_DIR": "triton-cache"}
+    cmd = [sys.executable, os.path.abspath(__file__), "-", "loop", "--cases", name, "--device", device]
+    cmd += ["--configs", ",".join(configs), "--steps", json.dumps(steps)] + (["--references"] if references else [])
+    t0 = time.time()
     proc = subprocess.run(
-        [
-            sys.executable,
-            os.path.abspath(__file__),
-            "-",
-            "loop",
-            "--cases",
-            name,
-            "--device",
-            device,
-            "--configs",
-            ",".join(configs),
-        ],
+        cmd,
         capture_output=True,
         text=True,
         env={**os.environ, **{k: os.path.join(job_dir, v) for k, v in caches.items()}},
     )
     try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        print("fresh loop failed:", proc.stderr[-1500:])
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"[{name} loop process: {time.time() - t0:.1f}s] {json.dumps(out['medians_ms'])}", flush=True)
+        return out
+    except (IndexError, ValueError, KeyError):
+        print("fresh loop failed:", proc.stdout[-500:], proc.stderr[-1500:], flush=True)
         return {}
 
 
-def loop_only(name, device, configs):
-    """The plain loop alone in this (fresh) process: median of 7 rounds of about 20 ms per config, interleaved."""
+LOOP_ROUNDS = 11
+
+
+def loop_only(name, device, configs, steps, references):
+    """A user's loop alone in this (fresh) process: every config compiled (on warm caches), one untimed step, then
+    LOOP_ROUNDS rounds interleaved across configs, each round `steps[config]` back-to-back steps between two CUDA
+    events (the job's own steps per round); prints the medians. With `references`, afterwards (outside the timed
+    rounds): do_bench_cudagraph per config (GPU busy; not for reduce-overhead)."""
     ns = runpy.run_path(os.path.join(ROOT, FIDELITY_CASES[name]))
     torch._dynamo.config.recompile_limit = 64
-    cases = {c: Case(ns, c, device) for c in configs if c != "inductor_reduce_overhead"}
-    n = {c: max(1, round(0.02 / max(s.rung.step_s, 1e-7))) for c, s in cases.items()}
+    cases = {c: Case(ns, c, device) for c in configs}
+    n = {c: steps.get(c) or max(1, round(0.02 / max(s.rung.step_s, 1e-7))) for c, s in cases.items()}
     times = {c: [] for c in cases}
-    for _ in range(7):
+    for _ in range(LOOP_ROUNDS):
         for c, s in cases.items():
             times[c].append(s.loop_ms(n[c]))
-    print(json.dumps({c: statistics.median(t) for c, t in times.items()}))
+    out = {
+        "medians_ms": {c: statistics.median(t) for c, t in times.items()},
+        "spread_ms": {c: [timing_quantile(t, 0.1), timing_quantile(t, 0.9)] for c, t in times.items()},
+        "rounds_ms": times,
+        "steps_per_round": n,
+        "load": open("/proc/loadavg").read().split()[0],
+    }
+    if references and device == "cuda":
+        from triton.testing import do_bench_cudagraph
+
+        refs = {}
+        for c, s in cases.items():
+            if s.cudagraphs:
+                continue
+            try:
+                refs[c] = {"do_bench_cudagraph": do_bench_cudagraph(s.step, rep=100, return_mode="median")}
+            except Exception as exc:  # noqa: BLE001 - a step that cannot be captured says why
+                refs[c] = {"cudagraph_error": f"{type(exc).__name__}: {exc}"[:200]}
+        out["references"] = refs
+    print(json.dumps(out))
+
+
+def timing_quantile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
 
 
 def in_process(device, case_names, configs):
@@ -370,15 +477,20 @@ if __name__ == "__main__":
     parser.add_argument("--cases", default=",".join(FIDELITY_CASES))
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--jobs", default=None, help="where the jobs' folders go (default: OUT/jobs)")
+    parser.add_argument("--loops", type=int, default=FRESH_PROCESSES, help="fresh loop processes per model")
+    parser.add_argument("--deadline", type=float, default=DEADLINE_S, help="fidelity: no new model after this (s)")
+    parser.add_argument("--steps", default="{}", help="loop: steps per round per config (JSON)")
+    parser.add_argument("--references", action="store_true", help="loop: do_bench_cudagraph after the rounds")
+    parser.add_argument("--in-process", action="store_true", help="fidelity: also the earlier in-process references")
     a = parser.parse_args()
     configs = a.configs.split(",")
     if a.part == "loop":
-        loop_only(a.cases, a.device, configs)
+        loop_only(a.cases, a.device, configs, json.loads(a.steps), a.references)
         sys.exit(0)
     os.makedirs(a.out, exist_ok=True)
     jobs = a.jobs or os.path.join(a.out, "jobs")
     if a.part == "fidelity":
-        fidelity(a.out, jobs, a.device, a.cases.split(","), configs)
+        fidelity(a.out, jobs, a.device, a.cases.split(","), configs, a.loops, a.in_process, a.deadline)
     elif a.part == "in_process":
         in_process(a.device, a.cases.split(","), configs)
     else:
