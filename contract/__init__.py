@@ -7,7 +7,3 @@ Dependency rule: pure Python plus pydantic; imports nothing else of pt2scope and
 SQL, so the engine (both sides of its process boundary), the workers, storage, the web app and the tests can all
 import it.
 """
-
-# The report first, whichever module is imported: contract/debug.py's models build on the report's shared ones, and
-# the report imports them in turn (after defining those), so the report must be the one to start that import.
-from contract import report as _report  # noqa: E402, F401

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 import sys
 import time
 
@@ -19,9 +18,10 @@ import torch
 
 from contract.graphs import backend_graph
 from contract.userfile import is_user_file
-from contract.vocab import USER_BACKEND_NAME, Config, user_rung
+from contract.vocab import Config, user_rung
 from engine.fxgraph import op_histogram, serialize_graph
 from engine.logtap import current_compile_id
+from engine.usercode import describe, user_traceback
 
 MAX_RECORDED_CALLS = 16  # per backend; later calls are counted (calls_dropped)
 MAX_PRINTED_CHARS = 4000  # of what one call printed
@@ -75,8 +75,6 @@ class RecordingBackend:
         debug["user_backends"].append(self.entry)
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
-        from engine.usercode import describe, user_traceback
-
         calls = self.entry["calls"]
         record = len(calls) < MAX_RECORDED_CALLS
         call = None
@@ -168,47 +166,3 @@ def returned_words(result, gm, filename: str) -> str:
     where = f" ({filename}:{line})" if line else ""
     kind = "a function" if hasattr(result, "__code__") else f"a callable {type(result).__name__}"
     return f"{kind} {function_name(result)}{where}"
-
-
-def user_backends(namespace: dict, filename: str, line_of) -> dict:
-    """The backends a user file defines, by name: ``backend = fn`` (named after the function) and ``backends =
-    {"name": fn}``. ``line_of(name)``: the line that assigns a top-level name (for errors). Raises UserCodeError
-    for a value that is not one."""
-    from engine.usercode import UserCodeError
-
-    found: dict = {}
-
-    def bad(name: str, why: str):
-        line = line_of(name)
-        where = f" ({filename}:{line})" if line else ""
-        return UserCodeError("bad_value", f"`{name}`{where} {why}", file=filename, line=line)
-
-    single = namespace.get("backend")
-    if single is not None:
-        if not callable(single):
-            raise bad(
-                "backend",
-                f"must be a function fn(gm, example_inputs) that returns a callable, not {type(single).__name__}"
-                + (
-                    " (built-in backends are chosen as configs on the form, not in the file)"
-                    if isinstance(single, str)
-                    else ""
-                ),
-            )
-        name = getattr(single, "__name__", "")
-        found[name if re.fullmatch(USER_BACKEND_NAME, name) else "backend"] = single
-    several = namespace.get("backends")
-    if several is not None:
-        if not isinstance(several, dict):
-            raise bad("backends", f'must be a dict {{"name": fn}}, not {type(several).__name__}')
-        for name, fn in several.items():
-            if not (isinstance(name, str) and re.fullmatch(USER_BACKEND_NAME, name)):
-                raise bad(
-                    "backends", f"has the name {name!r}: a backend's name is a Python identifier of up to 40 characters"
-                )
-            if not callable(fn):
-                raise bad("backends", f"maps {name!r} to {type(fn).__name__}, not a function fn(gm, example_inputs)")
-            if name in found and found[name] is not fn:
-                raise bad("backends", f"names {name!r} twice (once as `backend`): give each backend its own name")
-            found[name] = fn
-    return found

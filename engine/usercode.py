@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import traceback
 import types
@@ -20,6 +21,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from contract.userfile import is_user_file
+from contract.vocab import USER_BACKEND_NAME
 from engine.reportfile import empty_dir
 from engine.stages.base import Stage
 from engine.stages.runtime.workload import Workload
@@ -149,8 +151,6 @@ def load(source: str, filename: str, device: str, train_override: bool | None) -
     loss_fn = namespace.get("loss_fn")
     if loss_fn is not None and not callable(loss_fn):
         raise UserCodeError("bad_value", "`loss_fn` must be a function of the model's output", file=filename)
-    from engine.userbackends import user_backends
-
     backends = user_backends(namespace, filename, lambda name: assignment_line(source, name))
     return UserProgram(model, inputs_list, train, loss_fn, is_sequence, reason, backends)
 
@@ -331,3 +331,45 @@ def compile_failure(exc, filename, stage):
         traceback_text=user_traceback(exc, filename) + "\n" + traceback.format_exc()[-4000:],
         original=exc,
     )
+
+
+def user_backends(namespace: dict, filename: str, line_of) -> dict:
+    """The backends a user file defines, by name: ``backend = fn`` (named after the function) and ``backends =
+    {"name": fn}``. ``line_of(name)``: the line that assigns a top-level name (for errors). Raises UserCodeError
+    for a value that is not one."""
+    found: dict = {}
+
+    def bad(name: str, why: str):
+        line = line_of(name)
+        where = f" ({filename}:{line})" if line else ""
+        return UserCodeError("bad_value", f"`{name}`{where} {why}", file=filename, line=line)
+
+    single = namespace.get("backend")
+    if single is not None:
+        if not callable(single):
+            raise bad(
+                "backend",
+                f"must be a function fn(gm, example_inputs) that returns a callable, not {type(single).__name__}"
+                + (
+                    " (built-in backends are chosen as configs on the form, not in the file)"
+                    if isinstance(single, str)
+                    else ""
+                ),
+            )
+        name = getattr(single, "__name__", "")
+        found[name if re.fullmatch(USER_BACKEND_NAME, name) else "backend"] = single
+    several = namespace.get("backends")
+    if several is not None:
+        if not isinstance(several, dict):
+            raise bad("backends", f'must be a dict {{"name": fn}}, not {type(several).__name__}')
+        for name, fn in several.items():
+            if not (isinstance(name, str) and re.fullmatch(USER_BACKEND_NAME, name)):
+                raise bad(
+                    "backends", f"has the name {name!r}: a backend's name is a Python identifier of up to 40 characters"
+                )
+            if not callable(fn):
+                raise bad("backends", f"maps {name!r} to {type(fn).__name__}, not a function fn(gm, example_inputs)")
+            if name in found and found[name] is not fn:
+                raise bad("backends", f"names {name!r} twice (once as `backend`): give each backend its own name")
+            found[name] = fn
+    return found

@@ -1,12 +1,11 @@
 """The report's debug section as the Runtime tab draws it (templates/report/_debug.html): the user's own backends,
 each call with the graph it received (a graph viewer), its example inputs, what it returned, printed or raised;
-and memory per rung beside the speedups. Reads contract/debug.py's models; never imports torch."""
+and memory per rung beside the speedups. Reads the debug section's models (contract/report.py); never imports torch."""
 
 from __future__ import annotations
 
-from contract.debug import Debug, InputSpec, RungMemory, UserBackend
 from contract.graphs import graph_title
-from contract.report import Benchmark, Runtime
+from contract.report import Benchmark, Debug, InputSpec, RungMemory, Runtime, UserBackend
 from webapp.numbers import data_size, seconds, times
 
 # Short dtype names, as torch prints them in graph code (f32[4, 8]).
