@@ -36,22 +36,27 @@ def speedup(eager_rounds: list[float], rounds: list[float], *, contended_by: str
     value = statistics.median(ratios)
     low, high = median_interval(ratios)
     decided = low > 0 and high / low <= DECIDED_RATIO and not contended_by
+    why = None if decided else contended_by or "measurements too noisy"
+    return decided_speedup(value, low, high, why, "", f"over {len(ratios)} rounds")
+
+
+def decided_speedup(value: float, low: float, high: float, why: str | None, basis: str, over: str) -> dict:
+    """A speedup figure as the report holds it: decided when there is no ``why`` (then faster, slower or the same
+    by where its interval lies), its text the figure with its interval and ``basis`` (", 2 fresh processes: ..."),
+    or "not decided: why" with the interval ``over`` what it was measured."""
     verdict = None
-    if decided:
+    if why is None:
         verdict = "faster" if low > 1 + SAME_BAND else "slower" if high < 1 - SAME_BAND else "same"
-    text = (
-        f"{value:.2f}x {'faster' if verdict == 'faster' else 'slower' if verdict == 'slower' else 'no measurable difference'}"
-        f" ({low:.2f}-{high:.2f})"
-        if decided
-        else f"not decided: {contended_by or 'measurements too noisy'} ({low:.2f}-{high:.2f}x over {len(ratios)} rounds)"
-    )
+    word = {"faster": "faster", "slower": "slower"}.get(verdict or "", "no measurable difference")
     return {
         "value": round(value, 4),
         "low": round(low, 4),
         "high": round(high, 4),
-        "decided": decided,
+        "decided": why is None,
         "verdict": verdict,
-        "text": text,
+        "text": f"{value:.2f}x {word} ({low:.2f}-{high:.2f}{basis})"
+        if why is None
+        else f"not decided: {why} ({low:.2f}-{high:.2f}x {over})",
     }
 
 
@@ -99,22 +104,9 @@ def speedup_across_processes(
         why = f"the {len(per)} processes disagree ({listed})"
     else:
         why = None
-    decided = why is None
-    verdict = None
-    if decided:
-        verdict = "faster" if low > 1 + SAME_BAND else "slower" if high < 1 - SAME_BAND else "same"
-    word = {"faster": "faster", "slower": "slower"}.get(verdict or "", "no measurable difference")
-    text = (
-        f"{value:.2f}x {word} ({low:.2f}-{high:.2f}, {len(per)} fresh processes: {listed})"
-        if decided
-        else f"not decided: {why} ({low:.2f}-{high:.2f}x over {len(per)} fresh processes)"
-    )
     return {
         **base,
-        "value": round(value, 4),
-        "low": round(low, 4),
-        "high": round(high, 4),
-        "decided": decided,
-        "verdict": verdict,
-        "text": text,
+        **decided_speedup(
+            value, low, high, why, f", {len(per)} fresh processes: {listed}", f"over {len(per)} fresh processes"
+        ),
     }
