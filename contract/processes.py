@@ -55,3 +55,7 @@ class ProcessFigure(_Model):
     """the lowest process median: the spread across processes is low_ms-high_ms"""
     high_ms: float
     process_medians_ms: list[float]
+    reading: str | None = None
+    """in words, how far the figure holds in the next process: the processes' spread (`noisy` past 5%), and on a
+    GPU whether the step is host-bound (the GPU busy for under 60% of it: the figure is then the host's launch
+    speed, which moves from process to process and core to core); null in reports from before it"""

@@ -36,6 +36,7 @@ ENGINE_MEASURE = (
     "engine.measure",
     "engine.measure.stats",
     "engine.measure.load",
+    "engine.measure.cores",
     "engine.measure.compile_metrics",
     "engine.measure.caches",
 )

@@ -2,7 +2,7 @@
 (engine.measure.stats.speedup_across_processes), and the figures they give the report (processes.merge_processes)."""
 
 from engine.measure.stats import speedup_across_processes
-from engine.stages.runtime.processes import merge_processes
+from engine.stages.runtime.processes import merge_processes, reading
 
 # Rounds shaped as a seed job's on this machine (ms per step of 14 rounds, eager and inductor_default paired): two
 # processes that are each tight but sit 3.37x and 2.76x apart, the fresh-clone CI's two disagreeing jobs.
@@ -62,6 +62,7 @@ def test_the_runtime_figures_come_from_the_processes_and_the_capture_process_sta
     assert round(rt["processes"]["runs"][0]["speedups"]["inductor_default"], 2) == 3.37
     eager, inductor = rt["benchmarks"]
     assert eager["processes"]["process_medians_ms"] == [3.38, 2.765]
+    assert eager["processes"]["reading"] == "noisy: the 2 processes' medians are 20% apart"  # a CPU step: no GPU
     assert inductor["capture_speedup"] == capture  # kept, labelled as the capture process's
     assert inductor["speedup"]["source"] == "processes" and not inductor["speedup"]["decided"]
     assert inductor["speedup_vs_eager"] == inductor["speedup"]["value"]
@@ -91,3 +92,12 @@ def test_a_process_whose_every_round_was_contended_decides_nothing():
     assert [r["contended"] for r in rt["processes"]["runs"]] == [False, True]
     speedup = rt["benchmarks"][1]["speedup"]
     assert not speedup["decided"] and "the machine was busy in every round of the warm process" in speedup["text"]
+
+
+def test_a_figure_says_in_words_whether_it_holds_in_the_next_process():
+    """The H200's 1024² seed compiled (docs/benchmarks.md), the GPU busy 0.0047 ms of a
+    0.035 ms step: noisy (11%) and host-bound. The 4096² seed's eager: 0.5% apart, busy 96%: it holds."""
+    seed = reading([0.0330, 0.0370], 0.035, 0.0047)
+    assert seed.startswith("noisy: the 2 processes' medians are 11% apart; host-bound: the GPU is busy for 13%")
+    large = reading([0.2044, 0.2055], 0.2049, 0.1968)
+    assert large == "the 2 processes agree within 1%; GPU-bound: the GPU is busy for 96% of the step"

@@ -5,6 +5,8 @@ overhead, and each rung's CUDA-graph status beside its bar (real reports: tests/
 import json
 import os
 
+from markupsafe import escape
+
 from contract.report import validate_report
 from storage.config import PROJECT_ROOT
 from tests.web.test_web_pages import _store
@@ -126,3 +128,17 @@ def test_the_figures_come_from_fresh_processes_and_the_jobs_own_process_is_label
     verdict = runtime[runtime.index('id="runtime-verdict"') : runtime.index('id="runtime-benchmarks"')]
     assert "Speedup not decided for aot_eager: other processes took the cores" in verdict
     assert "inductor_default: faster than eager in each of 2 fresh processes" in verdict
+
+
+def test_each_figure_across_processes_says_in_words_how_far_it_holds(client, db):
+    """Issue 18 item 3: where a figure is not the next process's (noisy, host-bound), the report says why, under the
+    figure. A real CPU job whose two processes' medians sit 6-8% apart."""
+    report = _report("seed_processes_cpu")
+    runtime = _pages(client, db, "seed_processes_cpu")["runtime"]
+    for b in report["runtime"]["benchmarks"]:
+        reading = b["processes"]["reading"]
+        assert reading.startswith("noisy: the 2 processes' medians are ")
+        row = runtime[runtime.index(f'data-config="{b["config"]}"') :]
+        row = row[: row.index("</tr>")]
+        assert f'<span class="muted processes-reading">{escape(reading)}</span>' in row
+    assert "Host cores:" not in runtime  # a CPU step's threads are never moved

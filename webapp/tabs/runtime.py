@@ -145,8 +145,8 @@ def benchmark_rows(runtime: Runtime) -> dict:
 
 def across_processes(benchmark: Benchmark) -> dict:
     """A rung's figures across the fresh measuring processes (runtime.processes) beside the capture process's own:
-    {processes: "median (lowest-highest process median, N fresh processes)", capture_speedup: the capture
-    process's speedup in words}, each None where not measured. The Median column then reads the processes' figure
+    {processes: "median (lowest-highest process median, N fresh processes)", processes_reading: how far it holds
+    in words (noisy, host-bound), capture_speedup: the capture process's speedup in words}, each None where not measured. The Median column then reads the processes' figure
     first, the job's own process labelled under it."""
     p = benchmark.processes
     figure_text = None
@@ -154,7 +154,11 @@ def across_processes(benchmark: Benchmark) -> dict:
         n = len(p.process_medians_ms)
         figure_text = f"{ms(p.median_ms)} ({figure(p.low_ms)}-{ms(p.high_ms)} over {n} fresh process{'es' * (n != 1)})"
     capture = benchmark.capture_speedup
-    return {"processes": figure_text, "capture_speedup": capture.text if capture is not None else None}
+    return {
+        "processes": figure_text,
+        "processes_reading": p.reading if p is not None else None,
+        "capture_speedup": capture.text if capture is not None else None,
+    }
 
 
 def runtime_headline(runtime: Runtime) -> list[str]:

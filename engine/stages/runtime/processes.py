@@ -109,6 +109,31 @@ def process_run(label: str, result: dict) -> dict:
     }
 
 
+NOISY_SPREAD = 0.05  # processes' medians further apart than this (of their median) are called noisy
+HOST_BOUND_BUSY = 0.6  # a GPU step whose kernels keep the GPU busy for less of it than this is host-bound
+
+
+def reading(medians: list[float], median: float, gpu_busy_ms: float | None) -> str:
+    """How far a figure across processes holds, in words (benchmarks[].processes.reading). On an H200 host a
+    host-bound step's process medians moved 11-59% from one fresh process to the next while GPU-bound ones agreed
+    within 1-2% (docs/benchmarks.md, "GPU: the job across fresh processes against a user's loop")."""
+    n, apart = len(medians), (max(medians) - min(medians)) / median if median else 0.0
+    words = [
+        f"noisy: the {n} processes' medians are {apart:.0%} apart"
+        if apart > NOISY_SPREAD
+        else f"the {n} processes agree within {apart:.0%}"
+    ]
+    if gpu_busy_ms is not None and median:
+        busy = gpu_busy_ms / median
+        words.append(
+            f"host-bound: the GPU is busy for {busy:.0%} of the step, so this is the host's launch speed, which "
+            "moves from process to process and core to core"
+            if busy < HOST_BOUND_BUSY
+            else f"GPU-bound: the GPU is busy for {min(busy, 1):.0%} of the step"
+        )
+    return "; ".join(words)
+
+
 def merge_processes(rt: dict, results: dict[str, dict]) -> None:
     """The Runtime figures across the measuring processes (``results``: label -> engine/warm.py's output): fills
     runtime.processes, and for every timed config `processes` (its medians across processes) and `speedup` (decided
@@ -132,11 +157,13 @@ def merge_processes(rt: dict, results: dict[str, dict]) -> None:
         medians = [run["medians_ms"][name] for run, rounds in ok if name in rounds]
         if entry["status"] != "ok" or not medians:
             continue
+        median = round(statistics.median(medians), 4)
         entry["processes"] = {
-            "median_ms": round(statistics.median(medians), 4),
+            "median_ms": median,
             "low_ms": min(medians),
             "high_ms": max(medians),
             "process_medians_ms": medians,
+            "reading": reading(medians, median, entry.get("gpu_busy_ms")),
         }
         if name == "eager" or entry.get("speedup") is None:
             continue

@@ -9,6 +9,7 @@ import time
 
 import torch
 
+from engine.measure.cores import CoreRotation
 from engine.measure.load import CpuWindow, contended, host_allocator, load_summary, machine_load
 from engine.measure.stats import quantile, speedup
 from engine.stages.runtime.rung import Rung
@@ -118,43 +119,49 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
     before = machine_load()
     threads = step_threads(workload.device)
     alive = list(rungs)
+    cores = CoreRotation(gpu_step=workload.device == "cuda")  # a GPU step's host thread visits every core
+
     # Batches of rounds, each checked for contention on its own. A contended batch's rounds are dropped and
     # timed again (within the budget): a burst of another process's work leaves the figures as they were.
     # Only when no batch was quiet are contended rounds kept, and then no speedup is decided.
     batch, started = MIN_ROUNDS, time.perf_counter()
     quiet, busy = [], []  # what other processes took (cores) in each quiet and each contended batch
     set_aside = {r.name: [] for r in rungs}  # the contended batches' rounds: the figures only if none was quiet
-    while True:
-        window, first = CpuWindow(), {r.name: len(r.rounds_ms) for r in rungs}
-        for _ in range(batch):
-            for rung in list(alive):
-                try:
-                    rung.rounds_ms.append(time_round(workload, rung))
-                except Exception as exc:  # noqa: BLE001 - a config that fails mid-way keeps the others timed
-                    rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
-                    ctx.error(f"benchmark:{rung.name}", exc)
-                    alive.remove(rung)
-        others = window.other_cores()
-        if contended(others, threads):
-            busy.append(others)
-            for rung in rungs:
-                set_aside[rung.name] += rung.rounds_ms[first[rung.name] :]
-                del rung.rounds_ms[first[rung.name] :]
-        else:
-            quiet.append(others)
-        done = max((len(r.rounds_ms) for r in alive), default=0)  # the quiet rounds kept
-        batch = EXTRA_ROUNDS if quiet else MIN_ROUNDS
-        eager = next((r for r in alive if r.name == "eager"), None)
-        undecided = not quiet or (
-            eager and any(not speedup(eager.rounds_ms, r.rounds_ms)["decided"] for r in alive if r is not eager)
-        )
-        if (
-            not alive
-            or not undecided
-            or done + batch > MAX_ROUNDS
-            or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]
-        ):
-            break
+    try:
+        while True:
+            window, first = CpuWindow(), {r.name: len(r.rounds_ms) for r in rungs}
+            for _ in range(batch):
+                cores.next_round()
+                for rung in list(alive):
+                    try:
+                        rung.rounds_ms.append(time_round(workload, rung))
+                    except Exception as exc:  # noqa: BLE001 - a config that fails mid-way keeps the others timed
+                        rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+                        ctx.error(f"benchmark:{rung.name}", exc)
+                        alive.remove(rung)
+            others = window.other_cores()
+            if contended(others, threads):
+                busy.append(others)
+                for rung in rungs:
+                    set_aside[rung.name] += rung.rounds_ms[first[rung.name] :]
+                    del rung.rounds_ms[first[rung.name] :]
+            else:
+                quiet.append(others)
+            done = max((len(r.rounds_ms) for r in alive), default=0)  # the quiet rounds kept
+            batch = EXTRA_ROUNDS if quiet else MIN_ROUNDS
+            eager = next((r for r in alive if r.name == "eager"), None)
+            undecided = not quiet or (
+                eager and any(not speedup(eager.rounds_ms, r.rounds_ms)["decided"] for r in alive if r is not eager)
+            )
+            if (
+                not alive
+                or not undecided
+                or done + batch > MAX_ROUNDS
+                or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]
+            ):
+                break
+    finally:
+        cores.restore()
     kept_contended = bool(busy) and not quiet
     dropped = max(map(len, set_aside.values()), default=0)
     if kept_contended:  # nothing quiet to keep: the contended rounds are the figures, and say so
@@ -181,6 +188,7 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
         "interval of it",
         "latency": "each step timed alone (synchronize, step, synchronize): median, p10-p90",
         "allocator": host_allocator(),
+        "host_cores": cores.describe(),
         "step": "one call per example input set"
         + (", forward + backward" if workload.train else ", under torch.no_grad()"),
     }

@@ -41,6 +41,14 @@ def cold_caches(kernels: int) -> dict:
     return caches
 
 
+# No compile-worker pool in these processes: their caches are warm, so nothing is left for workers to compile, and
+# a pool's start (one worker per core, each importing torch: 16 on an H200 node) runs beside the first seconds
+# of the measuring process's timed rounds and holds its exit (bench/gpu_host_cores.py --pool; docs/benchmarks.md,
+# "GPU: the host core"). A user's compile does not wait for the pool either: it compiles in-process until the
+# pool is ready.
+WARM_PROCESS_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+
+
 def warm_compiles(job_dir: str, config_name: str, time_left_s: float, timed: list[str] = ()) -> dict:
     """Cold vs warm (runtime.compile_cache): the same model and config compiled again in fresh processes
     (engine/warm.py) in the job's folder and sandbox. The first ("warmup") fills the graph caches the recorded
@@ -58,6 +66,7 @@ def warm_compiles(job_dir: str, config_name: str, time_left_s: float, timed: lis
             proc = subprocess.run(
                 [sys.executable, "-m", "engine.warm", job_dir, config_name, path, ",".join(timed)],
                 cwd=job_dir,
+                env={**os.environ, **WARM_PROCESS_ENV},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
