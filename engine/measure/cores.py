@@ -2,12 +2,13 @@
 order, so that a process's figure is the host's, not the luck of the core its thread started on.
 
 A GPU step's host thread is one busy thread, and the scheduler leaves it on the core it started on. The cores of a
-host are not equally fast (a virtual machine's cores share physical cores with other guests' threads): on an
-H200 node, 13 of 16 cores ran the 1024² seed's eager step at 0.030-0.032 ms and 3 at 0.038-0.044 ms, every
-time, with the thread pinned to each core in turn (bench/gpu_host_cores.py; docs/benchmarks.md, "GPU: the
-host core"). A host-bound step's process then reads one of two speeds, 1.3-1.4x apart, and two fresh processes
-cannot average that out. Visiting the cores round by round puts every process's median on the same distribution;
-the rounds of one config and eager stay paired on one core, so speedups compare like with like.
+host are not equally fast: on one H200 node, 13 of 16 cores ran the 1024² seed's eager step at 0.030-0.032 ms and 3
+at 0.038-0.044 ms, the same 3 for every step tried, with the thread pinned to each core in turn; on another, every
+core's speed moved by the minute (bench/gpu_host_cores.py; docs/benchmarks.md, "GPU: the host core and the
+compile-worker pool"; why, on these virtual machines, is not measured). A host-bound step's process then reads the
+speed of its one core, and two fresh processes cannot average that out. Visiting the cores round by round makes
+every process's median a sample of the host's cores; the rounds of one config and eager stay paired on one core,
+so speedups compare like with like.
 
 A CPU step runs one OpenMP thread per core and is never moved (its threads are the OpenMP runtime's to place).
 Torch-free: the caller says whether the step is a GPU's."""
@@ -56,8 +57,11 @@ class CoreRotation:
         self.visited.add(core)
 
     def restore(self) -> None:
-        if self.rounds and not self.failed:
-            os.sched_setaffinity(0, self.home)
+        if self.rounds:  # also after a later pin failed: the thread is on the last core it was moved to
+            try:
+                os.sched_setaffinity(0, self.home)
+            except OSError:  # the cpuset shrank under the job: the kernel keeps the thread where it may run
+                pass
 
     def describe(self) -> str | None:
         if not self.gpu_step:
