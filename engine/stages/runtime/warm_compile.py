@@ -42,10 +42,10 @@ def cold_caches(kernels: int) -> dict:
 
 
 # No compile-worker pool in these processes: their caches are warm, so nothing is left for workers to compile, and
-# a pool's start (one worker per core, each importing torch: 16 on an H200 node) runs beside the first seconds
-# of the measuring process's timed rounds and holds its exit (bench/gpu_host_cores.py --pool; docs/benchmarks.md,
-# "GPU: the host core"). A user's compile does not wait for the pool either: it compiles in-process until the
-# pool is ready.
+# on an H200 node the pool's sidecar kept a core busy through the first 6 s after the compile (beside the timed
+# rounds) and the process ended 2.5-5.9 s later than without it (bench/gpu_host_cores.py --pool;
+# docs/benchmarks.md, "GPU: the host core and the compile-worker pool"). A user's compile does not wait for the
+# pool either: it compiles in-process until the pool is ready.
 WARM_PROCESS_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 
