@@ -214,6 +214,7 @@ def job_figures(report):
             "processes_low_ms": p.get("low_ms"),
             "processes_high_ms": p.get("high_ms"),
             "process_medians_ms": p.get("process_medians_ms") or [],
+            "reading": p.get("reading"),  # the report's own words: noisy, host-bound, GPU-bound
             "capture_ms": b.get("median_ms"),
             "capture_p10_ms": b.get("p10_ms"),
             "capture_p90_ms": b.get("p90_ms"),
@@ -350,6 +351,7 @@ def fidelity_table(everything, rows):
         lines.append(
             f"{name:<18}{config:<25}{jtxt:>26}{f(job.get('capture_ms'), 9)}{ltxt:>27}"
             f"{f(diff, 7, 1)}%{f(cap, 8, 1)}%{ok:>5}  {job.get('speedup')} | {reading(r)}"
+            + (f" | the report: {job['reading']}" if job.get("reading") else "")
         )
     lines.append(f"within 5%: {within} of {compared} compared ({len(rows)} cases)")
     lines.append("\nPer-process medians (ms per step): the job's measuring processes | the fresh loop processes")
