@@ -27,39 +27,20 @@ Usage: python bench/gpu_host_cores.py [--device cuda] [--fresh 8] [--rotate 6]""
 import argparse
 import json
 import os
+import runpy
 import statistics
 import subprocess
 import sys
 import time
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 from engine.measure.cores import current_core  # noqa: E402 - Python has no sched_getcpu
 
 ROUNDS = 5  # rounds per case per core in the sweep; 11 in a fresh process
 STEPS_S = 0.02  # one round's length
-
-
-class Block(nn.Module):
-    """bench/models/transformer_block.py, smaller batch: host-bound in eager on an H200."""
-
-    def __init__(self, d=768, heads=12):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp(self.ln2(x))
 
 
 def seed(x):
@@ -70,7 +51,8 @@ def cases(device):
     """name -> a no-arg step: the 1024² seed eager and compiled (host-bound), the block eager (host-bound)."""
     x = torch.randn(1024, 1024, device=device)
     compiled = torch.compile(seed)
-    block = Block().to(device, torch.bfloat16).eval()
+    block_class = runpy.run_path(os.path.join(ROOT, "bench", "models", "transformer_block.py"))["Block"]
+    block = block_class().to(device, torch.bfloat16).eval()  # the fidelity bench's block, a smaller batch
     xb = torch.randn(4, 256, 768, device=device, dtype=torch.bfloat16)
     out = {"seed_eager": lambda: seed(x), "seed_inductor": lambda: compiled(x), "block_eager": lambda: block(xb)}
     with torch.no_grad():

@@ -390,10 +390,8 @@ def test_a_seed_job_timed_beside_busy_loops_decides_no_speedup(tmp_path):
     assert "not decided: the machine was busy" in summary(report)
 
 
-def test_a_burst_of_other_work_is_dropped_and_timed_again(monkeypatch):
-    """Busy loops during the first batch of rounds only: those rounds are dropped, the batch is timed again on the
-    quiet machine, and the figures are the quiet ones."""
-    x = torch.randn(256, 256)
+def sin_and_cos_rungs(x):
+    """A CPU workload on ``x`` and two warmed-up rungs of it, eager (sin) and other (cos)."""
     workload = Workload(lambda t: t.sin(), [(x,)], False, None, "cpu")
     rungs = []
     for name, fn in [("eager", lambda t: t.sin()), ("other", lambda t: t.cos())]:
@@ -401,13 +399,20 @@ def test_a_burst_of_other_work_is_dropped_and_timed_again(monkeypatch):
         rung = Rung(name, inst, fn, {"status": "ok"})
         rung.step_s = timing.warm_up(workload, rung)
         rungs.append(rung)
+    return workload, rungs
+
+
+def test_a_burst_of_other_work_is_dropped_and_timed_again(monkeypatch):
+    """Busy loops during the first batch of rounds only: those rounds are dropped, the batch is timed again on the
+    quiet machine, and the figures are the quiet ones."""
+    workload, rungs = sin_and_cos_rungs(torch.randn(256, 256))
     windows, real_window = [], timing.CpuWindow
     with busy_loops(os.cpu_count()) as stop:
 
         def window():
-            # The burst ends with the first batch, before the second batch's window opens: stopped inside that
-            # batch's first round, the loops' dying took part of its window, and the test failed under the
-            # suite's load with both batches dropped (14 rounds).
+            # The burst ends with the first batch, before the second batch's window opens. Stopped inside that
+            # batch's first round (as it was), the loops ran while its window was open; the test failed once so,
+            # both batches dropped (14 rounds), on a machine otherwise quiet: the likely cause, not a proven one.
             if len(windows) == 1:
                 stop()
             windows.append(real_window())
@@ -429,13 +434,7 @@ def test_a_gpu_steps_rounds_visit_every_host_core_with_paired_rounds_on_one_core
     round of one index on the same core, and the thread gets its cores back after. The rounds here are CPU steps
     timed as a GPU step's would be scheduled (time_round stands in for the CUDA events, which need a GPU)."""
     x = torch.randn(64, 64)
-    workload = Workload(lambda t: t.sin(), [(x,)], False, None, "cpu")
-    rungs = []
-    for name, fn in [("eager", lambda t: t.sin()), ("other", lambda t: t.cos())]:
-        inst = workload.fresh()
-        rung = Rung(name, inst, fn, {"status": "ok"})
-        rung.step_s = timing.warm_up(workload, rung)
-        rungs.append(rung)
+    workload, rungs = sin_and_cos_rungs(x)
     workload.device = "cuda"
     ran_on = []
 
