@@ -67,7 +67,8 @@ class CoreRotation:
         if not self.gpu_step:
             return None  # a CPU step: every core is the step's
         if self.failed:
-            return f"rounds on the core the thread started on: its affinity could not be set ({self.failed})"
+            moved = f"the first {self.rounds} rounds each on the next core, then " if self.rounds else ""
+            return f"{moved}rounds on the core the thread was on: its affinity could not be set ({self.failed})"
         if not self.order:
             return "rounds on the one core this process may use"
         return (

@@ -14,7 +14,7 @@ import torch
 
 from engine.cli import summary
 from engine.job import JobRequest, run_job
-from engine.measure.cores import current_core
+from engine.measure.cores import CoreRotation, current_core
 from engine.measure.load import CONTENTION_CORES, CpuWindow
 from engine.measure.stats import median_interval, speedup
 from engine.stages.runtime import accuracy, cudagraphs, timing
@@ -453,6 +453,20 @@ def test_a_gpu_steps_rounds_visit_every_host_core_with_paired_rounds_on_one_core
     assert all(a[0] == "eager" and b[0] == "other" and a[1] == b[1] for a, b in pairs), ran_on
     assert {core for _, core in ran_on} == home, ran_on  # 2 cores here, at least 7 rounds
     assert f"of this process's {len(home)} host cores" in rt["timing"]["host_cores"]
+
+
+def test_a_core_that_cannot_be_pinned_stops_the_rotation_and_the_thread_still_gets_its_cores_back():
+    """A cpuset that shrinks under the job (here: a core number that does not exist) makes the next pin fail: the
+    rotation stops where it is, says why, and restore() still gives back every core the thread had."""
+    home = os.sched_getaffinity(0)
+    rotation = CoreRotation(gpu_step=True, seed=0)
+    rotation.order = [min(home), 4095]
+    rotation.next_round()
+    assert os.sched_getaffinity(0) == {min(home)}
+    rotation.next_round()
+    assert rotation.failed and "could not be set" in rotation.describe()
+    rotation.restore()
+    assert os.sched_getaffinity(0) == home
 
 
 def test_a_cpu_steps_threads_are_never_moved():
