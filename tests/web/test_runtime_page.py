@@ -142,3 +142,15 @@ def test_each_figure_across_processes_says_in_words_how_far_it_holds(client, db)
         row = row[: row.index("</tr>")]
         assert f'<span class="muted processes-reading">{escape(reading)}</span>' in row
     assert "Host cores:" not in runtime  # a CPU step's threads are never moved
+
+
+def test_a_gpu_reports_lede_names_the_host_cores_its_rounds_visited(client, db):
+    """A real H200 report: a GPU step's rounds visit the host's cores in turn (engine/measure/cores.py), and the
+    Speedup ladder's lede says so, in the report's own words."""
+    report = _report("seed_gpu_host_cores")
+    cores = report["runtime"]["timing"]["host_cores"]
+    assert cores.startswith("each round on the next of this process's 16 host cores")
+    runtime = _pages(client, db, "seed_gpu_host_cores")["runtime"]
+    lede = runtime[runtime.index('id="runtime-benchmarks"') :]
+    lede = lede[: lede.index("</p>")]
+    assert f"Host cores: {escape(cores)}." in lede
