@@ -69,6 +69,8 @@ class CoreRotation:
         if self.failed:
             moved = f"the first {self.rounds} rounds each on the next core, then " if self.rounds else ""
             return f"{moved}rounds on the core the thread was on: its affinity could not be set ({self.failed})"
+        if not self.home:
+            return "rounds on whichever core the scheduler chose: this process's cores could not be read"
         if not self.order:
             return "rounds on the one core this process may use"
         return (

@@ -469,14 +469,17 @@ def test_a_core_that_cannot_be_pinned_stops_the_rotation_and_the_thread_still_ge
     assert os.sched_getaffinity(0) == home
 
 
-def test_a_cpu_steps_threads_are_never_moved():
+def test_a_cpu_steps_threads_are_never_moved(monkeypatch):
+    """Every affinity change is recorded (a move restored afterwards would leave the final affinity unchanged)."""
     workload = Workload(lambda t: t.sin(), [(torch.randn(8),)], False, None, "cpu")
     inst = workload.fresh()
     rung = Rung("eager", inst, inst.model, {"status": "ok"})
     rung.step_s = timing.warm_up(workload, rung)
-    home, rt = os.sched_getaffinity(0), {}
+    moves, real_set = [], os.sched_setaffinity
+    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cores: (moves.append(cores), real_set(pid, cores)))
+    rt = {}
     timing.time_rounds(workload, [rung], rt, None)
-    assert os.sched_getaffinity(0) == home and rt["timing"]["host_cores"] is None
+    assert moves == [] and rt["timing"]["host_cores"] is None
 
 
 # --- the verdict's arithmetic, without a job --------------------------------------------------------------------
