@@ -1049,6 +1049,9 @@ class Request(Model):
     output_limit_mb: int | None
     train_effective: bool | None = None
     """whether the job trained (null until the file was loaded)"""
+    warm_compile: bool = True
+    """false: the fresh warm-compile processes were not requested (`--no-warm-compile`): runtime.compile_cache's
+    warmup and warm say so, and there is no runtime.processes"""
 
 
 class Source(Model):

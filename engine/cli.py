@@ -31,6 +31,13 @@ def main(argv=None) -> int:
         "--time-limit", type=float, default=DEFAULT_LIMITS.time_limit_s, help="seconds before the job is killed"
     )
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
+    explore.add_argument(
+        "--no-warm-compile",
+        dest="warm_compile",
+        action="store_false",
+        help="skip the two fresh processes that compile again from warm caches and time every config (about half "
+        "an Inductor job): no cold-vs-warm figures, and the figures are this job's process's own",
+    )
     imported = sub.add_parser(
         "import",
         help="read a TORCH_TRACE log (.log, .gz, or a zip/tar of one folder with "
@@ -57,6 +64,7 @@ def main(argv=None) -> int:
         train=args.train,
         configs=[c for c in args.configs.split(",") if c],
         time_limit_s=args.time_limit,
+        warm_compile=args.warm_compile,
     )
     try:
         request.validated()

@@ -64,6 +64,9 @@ class JobRequest:
     open_files_limit: int = DEFAULT_LIMITS.open_files_limit
     file_size_limit_mb: int = DEFAULT_LIMITS.file_size_limit_mb
     output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
+    # False: no warm-compile (measuring) processes after an Inductor rung (engine/stages/runtime/warm_compile.py),
+    # about half of such a job; its cold-vs-warm figures then say "not requested".
+    warm_compile: bool = True
 
     def validated(self) -> JobRequest:
         """Normalise and check the request before anything is started (raises contract.vocab.ConfigError)."""

@@ -276,10 +276,28 @@ def test_a_restarted_frames_graph_code_and_breaks_meet(explore):
     assert report["summary"]["counts"]["graph_breaks"] == 2 and report["summary"]["counts"]["unique_graph_breaks"] == 2
 
 
+def test_a_job_asked_for_no_warm_compile_says_so_and_runs_no_fresh_process(explore):
+    """--no-warm-compile (JobRequest.warm_compile): the Inductor job ends after its capture process; the cold-vs-warm
+    figures say they were not requested, and every figure is the capture process's own."""
+    report = explore("graph_break", ["eager", "inductor_default"], warm_compile=False)
+    assert report["status"] == "ok", report["failure"]
+    assert report["request"]["warm_compile"] is False
+    cache = report["runtime"]["compile_cache"]
+    assert cache["cold"]["seconds"]["total"] > 0  # the recorded compile is still measured
+    for label in ("warmup", "warm"):
+        assert cache[label]["status"] == "skipped" and "not requested" in cache[label]["reason"], cache[label]
+    assert report["runtime"]["processes"]["status"] is None and report["runtime"]["processes"]["runs"] == []
+    assert not any(s["name"] == "warm_compile" for s in report["stages"])
+    assert not any(p["phase"] == "warm_compile" for p in report["timeline"]["phases"])
+    assert all(
+        b["speedup"] is None or b["speedup"].get("source") != "processes" for b in report["runtime"]["benchmarks"]
+    )
+
+
 def test_graph_breaks_kernels_under_inductor_meet_their_graphs_and_lines(explore):
     """A false reading once made: with the frames restarted ("0/0_1"), the kernels (compile ids from the trace)
     missed their post-grad graphs (from the compile context), so their nodes and the user's lines were lost."""
-    report = explore("graph_break", ["eager", "inductor_default"])
+    report = explore("graph_break", ["eager", "inductor_default"], warm_compile=False)
     assert report["status"] == "ok", report["failure"]
     inductor = report["inductor"]
     kernels = inductor["kernels"]

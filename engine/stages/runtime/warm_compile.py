@@ -101,6 +101,10 @@ class WarmCompileStage(Stage):
         target, rt = job.state.target, job.report["runtime"]
         if target.backend != "inductor":
             return
+        if not job.request.get("warm_compile", True):
+            unrequested = {"status": "skipped", "reason": "not requested (the job was asked for no warm compile)"}
+            rt["compile_cache"].update(warmup=dict(unrequested), warm=dict(unrequested))
+            return
         # Only where the warm-compile processes run anyway: two more interpreters for every eager/aot_eager ladder
         # cost more than the job (tests/engine took 1,657 s with them, 630 s before); user:<name> rungs need the
         # user's backend, which a measuring process does not load.
