@@ -2,10 +2,9 @@
 
 The log: the recorded H200 logs (tests/fixtures/traces-h200-torch2.11) replayed with new frame ids until it
 reaches --mb, so every compile id is distinct (as in one long job with many compiled frames). Then, interleaved,
---reps times each: `tlparse LOG -o OUT` and `python -m engine import LOG` (its child cold: torch imported too),
-wall time and peak memory (RSS, /usr/bin/time); and the worker's path (engine.importjob.run_import with its spare
-child ready, the reports read back, then runstore.store_import, which validates them, into SQLite): when the report is
-viewable. Prints medians with min-max and the load.
+--reps times each: `tlparse LOG -o OUT` and `python -m engine import LOG` (its importer child imports no torch),
+wall time and peak memory (RSS, /usr/bin/time); and the worker's path (engine.importjob.run_import, the reports read
+back, then runstore.store_import, which validates them, into SQLite): when the report is viewable. Prints medians with min-max and the load.
     python bench/trace_import.py [--mb 100] [--reps 3] [--tlparse PATH]"""
 
 import argparse
@@ -59,31 +58,14 @@ def timed(command: list[str]) -> tuple[float, int]:
     return wall, int(done.stderr.strip().splitlines()[-1]) // 1024
 
 
-def wait_idle(pid: int) -> None:
-    """Until the process has used no CPU for a second: the spare child has loaded the importer and waits."""
-
-    def cpu():
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-
-    last, still = cpu(), 0
-    while still < 4:
-        time.sleep(0.25)
-        now = cpu()
-        still, last = (still + 1 if now == last else 0), now
-
-
 def worker_path(log: str, out: str, url: str) -> tuple[float, float]:
-    """What a worker does with a spare child ready: (import seconds: run_import, reports read back;
+    """What a worker does: (import seconds: run_import, its child started, reports read back;
     store seconds: runstore.store_import, validation included, into SQLite)."""
     from engine import importjob
     from storage import runstore
     from storage.db import session_factory
 
     limits = importjob.ImportLimits(time_limit_s=900.0)
-    importjob.start_spare(limits)  # as the worker does after each import
-    wait_idle(importjob._spare[limits].pid)
     started = time.monotonic()
     reports = importjob.run_import(log, out, "big.log", limits)
     imported = time.monotonic() - started
@@ -133,7 +115,7 @@ def main() -> None:
         imported, stored = worker_path(log, os.path.join(folder, f"out-worker-{rep}"), url)
         worker.append((imported, stored))
         print(
-            f"  worker path      rep {rep + 1}: import {imported:6.2f} s (spare child), store {stored:5.2f} s, "
+            f"  worker path      rep {rep + 1}: import {imported:6.2f} s, store {stored:5.2f} s, "
             f"viewable after {imported + stored:6.2f} s",
             flush=True,
         )
@@ -149,7 +131,7 @@ def main() -> None:
         )
     viewable = [i + s for i, s in worker]
     print(
-        f"report.json {report_mb:.1f} MiB; worker path (spare child ready; storage validates, then stores in "
+        f"report.json {report_mb:.1f} MiB; worker path (storage validates, then stores in "
         f"SQLite): import median {statistics.median(i for i, _ in worker):.2f} s, store median "
         f"{statistics.median(s for _, s in worker):.2f} s, viewable after median {statistics.median(viewable):.2f} s "
         f"(min {min(viewable):.2f}, max {max(viewable):.2f})"

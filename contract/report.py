@@ -1316,7 +1316,7 @@ class RankDifference(Model):
 class TraceImport(Model):
     """Only in a report imported from a TORCH_TRACE log (`python -m engine import`, `POST /api/traces`;
     engine/traceimport.py): one report per rank, every section filled from the log by the live engine's own
-    parsers. Graphs are read back from their printed code (engine/fxtext.py; `module_stack` is empty,
+    parsers. Graphs are read back from their printed code (engine/readers/fxtext.py; `module_stack` is empty,
     `original_aten` absent); post-grad graphs are `inference` when the compile id has an inference graph, else
     `backward` when they read tangents; `aot.partitions` come from the joint and backward graphs; the request holds
     the import's limits. What a log cannot hold is listed per section in `not_in_log`."""

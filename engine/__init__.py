@@ -13,6 +13,8 @@ Where each stage is captured:
     engine/stages/runtime/      compile times, timeline, the backend/mode benchmark ladder, profiler, CUDA graphs,
                                 the warm compile (one module per concern: its __init__ lists them)
     engine/measure/             torch-free measurement: statistics, machine load, compile metrics, cache counts
+    engine/readers/             torch-free readers of torch's records (trace events, graph code, output code), shared
+                                by the stages and the trace importer (engine/traceimport.py)
     engine/warm.py              a warm compile in a fresh process (cold vs warm, runtime.compile_cache)
     engine/logtap.py            the log tap and the registry of its readers (what each stage reads from torch's logs)
 """

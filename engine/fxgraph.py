@@ -7,14 +7,10 @@ Must run inside the compile hooks: node.meta is gone once the compile finishes.
 
 from __future__ import annotations
 
-import re
-
 import torch
 import torch.fx
 
-from contract.userfile import is_user_file
-
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>[^\n]*)')
+from engine.readers.nodes import user_frames
 
 
 def target_name(node: torch.fx.Node) -> str:
@@ -27,25 +23,6 @@ def target_name(node: torch.fx.Node) -> str:
         return torch.fx.node._get_qualified_name(target)  # e.g. "torch.sin", "_operator.mul"
     except Exception:
         return getattr(target, "__name__", repr(target))
-
-
-def short_op(target: str) -> str:
-    """The op's plain name for histograms and kernel provenance: "aten.sin.default" -> "aten.sin"."""
-    parts = target.split(".")
-    if parts[0] in ("aten", "prims", "quantized", "inductor") and len(parts) >= 3:
-        return ".".join(parts[:2])
-    return target
-
-
-def user_frames(stack_trace: str | None, user_file: str) -> list[dict]:
-    """The frames of a stack trace that lie in the user's file, outermost first."""
-    if not stack_trace:
-        return []
-    return [
-        {"file": m["file"], "line": int(m["line"]), "func": m["func"], "code": m["code"].strip()}
-        for m in _FRAME.finditer(stack_trace)
-        if is_user_file(m["file"], user_file)
-    ]
 
 
 def _value_meta(value) -> tuple:
@@ -102,12 +79,3 @@ def serialize_graph(gm: torch.fx.GraphModule | torch.fx.Graph, user_file: str, *
     except Exception:
         code = graph.python_code("self").src
     return {**fields, "nodes": nodes, "num_nodes": len(nodes), "code": code}
-
-
-def op_histogram(nodes: list[dict]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for n in nodes:
-        if n["op"] == "call_function" and n["target"] not in ("_operator.getitem",):
-            key = short_op(n["target"])
-            counts[key] = counts.get(key, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -31,7 +31,7 @@ class ImportLimits:
     time_limit_s: float = 300.0
     memory_limit_mb: int = 6144  # address space: torch's import alone reserves about 1.5 GiB of it
     max_log_mb: int = 2048  # decompressed bytes read
-    max_ranks: int = 1024  # logs in one upload (engine.tracelog.DEFAULT_MAX_RANKS)
+    max_ranks: int = 1024  # logs in one upload (engine.readers.tracelog.DEFAULT_MAX_RANKS)
     output_limit_mb: int = 1024  # the largest report file
 
 
@@ -76,7 +76,7 @@ def _limit_child(limits: ImportLimits):
 
 
 def _start_child(limits: ImportLimits) -> subprocess.Popen:
-    """A limited child that imports the importer (and torch: seconds) at once, then waits on stdin for one job."""
+    """A limited child that imports the importer (no torch: a quarter of a second) and reads one job from stdin."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": PROJECT_ROOT,
@@ -97,26 +97,6 @@ def _start_child(limits: ImportLimits) -> subprocess.Popen:
     )
     proc.stderr_file = stderr
     return proc
-
-
-# One child per limits, prestarted (prestart()) so that an import costs no torch import. It only ever reads one
-# job from its stdin, and exits at end of file when this process goes away.
-_prestarted: dict[ImportLimits, subprocess.Popen] = {}
-
-
-def prestart(limits: ImportLimits) -> None:
-    """Start the child the next import with these limits will use. Call it when this process is otherwise idle
-    (the worker: after storing an import), so torch's import competes with nothing."""
-    proc = _prestarted.get(limits)
-    if proc is None or proc.poll() is not None:
-        _prestarted[limits] = _start_child(limits)
-
-
-def _child_for(limits: ImportLimits) -> subprocess.Popen:
-    proc = _prestarted.pop(limits, None)
-    if proc is not None and proc.poll() is None:
-        return proc
-    return _start_child(limits)
 
 
 class ImportedReports:
@@ -147,7 +127,7 @@ def run_import(log_path: str, out_dir: str, display_name: str, limits: ImportLim
     """Worker side: import in a limited child; its reports, read back one at a time (raises ImportFailed)."""
     limits = limits or ImportLimits()
     os.makedirs(out_dir, exist_ok=True)
-    proc = _child_for(limits)
+    proc = _start_child(limits)
     job = json.dumps(
         {
             "log": os.path.abspath(log_path),

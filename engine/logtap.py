@@ -23,7 +23,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from contract.compile_id import CompileId, canonical
+from contract.compile_id import canonical
+from engine.readers.tracelog import trace_event
 
 
 @dataclass(frozen=True)
@@ -110,50 +111,6 @@ def current_compile_id() -> str | None:
     except Exception:
         return None
     return str(cid) if cid is not None else None
-
-
-# Trace events whose payload is JSON without saying so in the metadata (artifacts say it: encoding "json").
-_JSON_EVENTS = ("chromium_event",)
-_ID_KEYS = (
-    "frame_id",
-    "frame_compile_id",
-    "attempt",
-    "has_payload",
-    "compiled_autograd_id",
-    "rank",
-    "subgraph_name",
-    "stack",
-)
-
-
-def trace_event(meta: dict, payload, log) -> dict:
-    """One structured-trace record as the stages read it: {event, compile_id, metadata, payload[, data]}; ``data``
-    is the decoded payload where it is JSON (a payload that does not decode is counted as malformed)."""
-    keys = [k for k in meta if k not in _ID_KEYS]
-    event = keys[0] if keys else "unknown"
-    detail = meta.get(keys[0]) if keys else None
-    encoding = None
-    if event == "artifact" and isinstance(detail, dict):
-        event = "artifact:" + str(detail.get("name", ""))
-        encoding = detail.get("encoding")
-    compile_id = CompileId.from_trace(meta)
-    entry = {
-        "event": event,
-        "compile_id": str(compile_id) if compile_id else None,
-        "metadata": detail,
-        "payload": payload,
-    }
-    if payload and (encoding == "json" or event in _JSON_EVENTS):
-        try:
-            entry["data"] = json.loads(payload)
-        except ValueError as exc:
-            # torch writes a str payload as it is even under encoding "json" (one recompile reason, say): only a
-            # payload that starts as JSON, or one that must be JSON, and does not decode is malformed.
-            if event in _JSON_EVENTS or payload.lstrip()[:1] in ("[", "{", '"'):
-                log.note_malformed("trace_json", event, f"payload is not JSON: {exc}", payload)
-            else:
-                entry["data"] = payload
-    return entry
 
 
 class _Handler(logging.Handler):

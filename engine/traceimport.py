@@ -1,9 +1,9 @@
 """Import a TORCH_TRACE log (one job run anywhere with ``TORCH_TRACE=DIR``) as pt2scope reports, one per rank.
 
-Each record is read once, as it streams past (engine/tracelog.py), and kept only if a report field is made of it;
+Each record is read once, as it streams past (engine/readers/tracelog.py), and kept only if a report field is made of it;
 the report fields are then made by the same parser functions the live engine uses on its own log tap
 (engine/stages/*: graph breaks, recompiles, output code and kernels, compile metrics, the timeline), so a log and a
-pasted run read the same. Graphs arrive as printed code and become nodes through engine/fxtext.py.
+pasted run read the same. Graphs arrive as printed code and become nodes through engine/readers/fxtext.py.
 
 What a log cannot hold (benchmarks, bytecode, IR before/after fusion, functionalization, ...) is listed per
 section under ``not_in_log``; event kinds this importer does not know are kept (counted, with samples) under
@@ -21,15 +21,13 @@ from collections import Counter, defaultdict
 
 from contract.compile_id import CompileId
 from contract.counts import summarize
-from engine.fxgraph import op_histogram
-from engine.fxtext import is_library_file, parse_graph_code
 from engine.importjob import REPORTS_INDEX, import_request
-from engine.logtap import trace_event
 from engine.measure.compile_metrics import compile_seconds, metrics_summary, timeline
-from engine.reportfile import empty_report, write_report
-from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
-from engine.stages.inductor import estimate_kernel_bytes, group_output_code, library_calls, parse_kernels
-from engine.tracelog import (
+from engine.readers.dynamo_log import parse_graph_breaks, parse_recompiles
+from engine.readers.fxtext import is_library_file, parse_graph_code
+from engine.readers.inductor_log import estimate_kernel_bytes, group_output_code, library_calls, parse_kernels
+from engine.readers.nodes import op_histogram
+from engine.readers.tracelog import (
     MAX_DEPTH,
     Budget,
     FileStats,
@@ -39,7 +37,9 @@ from engine.tracelog import (
     log_files,
     nested_deeper_than,
     records,
+    trace_event,
 )
+from engine.reportfile import empty_report, write_report
 
 NOT_IN_TRACE_LOG = "not in a TORCH_TRACE log"
 # Per section: report fields a structured trace does not carry (the live engine measures or hooks them).
@@ -186,7 +186,7 @@ class RankLog:
         return [e for e in self.trace if e["event"] == event]
 
     def note_malformed(self, kind: str, source: str, reason: str, text="") -> None:
-        """A payload that should be JSON and is not (engine.logtap.trace_event): counted with the log's lines."""
+        """A payload that should be JSON and is not (engine.readers.tracelog.trace_event): counted with the log's lines."""
         self.stats.note_malformed(self.stats.lines, f"{kind} in {source}: {reason}", str(text or ""))
 
 
@@ -619,8 +619,7 @@ def write_import(log_path: str, out_dir: str, display_name: str, limits: Limits 
 
 
 def main() -> int:
-    """The child engine/importjob.py starts: this module (and torch) load first, then one job is read from stdin as
-    JSON {log, out, name, max_mb, max_ranks}; prestarted before the upload it will read, so the upload does not wait for it."""
+    """The child engine/importjob.py starts: one job read from stdin as JSON {log, out, name, max_mb, max_ranks}."""
     line = sys.stdin.readline()
     if not line.strip():
         return 0  # the parent went away without a job for this child

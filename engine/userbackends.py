@@ -19,8 +19,9 @@ import torch
 from contract.graphs import backend_graph
 from contract.userfile import is_user_file
 from contract.vocab import Config, user_rung
-from engine.fxgraph import op_histogram, serialize_graph
+from engine.fxgraph import serialize_graph
 from engine.logtap import current_compile_id
+from engine.readers.nodes import op_histogram
 from engine.usercode import describe, user_traceback
 
 MAX_RECORDED_CALLS = 16  # per backend; later calls are counted (calls_dropped)

@@ -28,7 +28,8 @@ def main(argv: list[str]) -> int:
     from engine import logtap, usercode
     from engine.measure.caches import cache_counts, kernel_binaries
     from engine.measure.compile_metrics import compile_seconds
-    from engine.stages import inductor as inductor_stage
+    from engine.readers.inductor_log import kernel_count
+    from engine.stages import inductor  # noqa: F401 - declares the log reader of the output code read below
     from engine.stages.runtime import compile_times  # noqa: F401 - declares the log readers read below
     from engine.stages.runtime.workload import Workload
 
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
     )
     written = len(kernel_binaries() - before)
     metrics = logtap.read(tap, "runtime.compile_metrics")
-    kernels = sum(inductor_stage.kernel_count(o["code"]) for o in logtap.read(tap, "inductor.output_code"))
+    kernels = sum(kernel_count(o["code"]) for o in logtap.read(tap, "inductor.output_code"))
     result = {
         "status": "ok",
         "config": config_name,

@@ -40,6 +40,18 @@ ENGINE_MEASURE = (
     "engine.measure.compile_metrics",
     "engine.measure.caches",
 )
+# The engine's torch-free readers of torch's records (trace events, graph code, output code, the fusion log): the
+# child's stage collectors and the trace importer read with the same functions, and the importer, which reads an
+# untrusted upload in a child of its own, never pays for torch's import.
+ENGINE_READERS = (
+    "engine.readers",
+    "engine.readers.tracelog",
+    "engine.readers.fxtext",
+    "engine.readers.nodes",
+    "engine.readers.dynamo_log",
+    "engine.readers.inductor_log",
+)
+ENGINE_TRACE_IMPORT = ("engine.importjob", "engine.traceimport")
 
 
 def _module_name(path: str) -> str:
@@ -139,6 +151,12 @@ def test_the_engines_measurement_folder_imports_no_torch_module_even_lazily():
     measure = {_module_name(os.path.join(ROOT, f)) for f in imported_modules(os.path.join("engine", "measure"))}
     assert measure == set(ENGINE_MEASURE)  # every module of the folder is listed (and so checked at run time too)
     assert measure & engine_modules_importing_torch() == set()
+
+
+def test_the_engines_readers_and_the_trace_importer_import_no_torch_module_even_lazily():
+    readers = {_module_name(os.path.join(ROOT, f)) for f in imported_modules(os.path.join("engine", "readers"))}
+    assert readers == set(ENGINE_READERS)  # every module of the folder is listed (and so checked at run time too)
+    assert (readers | set(ENGINE_TRACE_IMPORT)) & engine_modules_importing_torch() == set()
 
 
 def test_the_rules_catch_a_violation(tmp_path, monkeypatch):
@@ -251,6 +269,10 @@ def _loaded_after(code: str, instance: str) -> set[str]:
     [
         ("import " + ", ".join(ENGINE_PARENT_SIDE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
         ("import " + ", ".join(ENGINE_MEASURE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
+        (
+            "import " + ", ".join(ENGINE_READERS + ENGINE_TRACE_IMPORT),
+            {"torch", "webapp", "workers", "storage", "flask", "celery"},
+        ),
         ("import contract.vocab, contract.graphs", {"torch", "engine", "storage", "webapp", "workers", "flask"}),
         (
             "import storage.config, storage.db, storage.models, storage.runstore, storage.queue",

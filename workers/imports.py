@@ -12,7 +12,7 @@ import shutil
 import time
 
 from contract.vocab import new_error_id
-from engine.importjob import ImportFailed, ImportLimits, prestart, run_import
+from engine.importjob import ImportFailed, ImportLimits, run_import
 from storage import runstore
 from storage.db import session_factory
 from storage.models import IMPORT, Run
@@ -80,4 +80,3 @@ def import_trace(self, run_id: int) -> None:
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)
         runstore.release_run(session, run_id)
-    prestart(limits)  # the next upload's child loads torch now, while this worker waits

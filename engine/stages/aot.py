@@ -15,8 +15,9 @@ import functools
 import torch
 
 from contract.compile_id import compile_key
-from engine.fxgraph import op_histogram, serialize_graph, short_op
+from engine.fxgraph import serialize_graph
 from engine.logtap import current_compile_id
+from engine.readers.nodes import op_histogram, short_op
 from engine.stages.base import Collector
 
 

@@ -18,10 +18,14 @@ from engine import logtap
 from engine.logtap import LoadedLog, UndeclaredInput, artifacts_read, load_trace_log
 from engine.measure.caches import cache_counts
 from engine.measure.compile_metrics import compile_seconds
+from engine.readers import inductor_log
+from engine.readers.dynamo_log import parse_recompiles
 from engine.stages import dynamo as dynamo_stage  # noqa: F401 - registers the Dynamo readers
-from engine.stages import inductor as inductor_stage
-from engine.stages.dynamo import parse_recompiles
-from engine.stages.runtime import compile_times  # noqa: F401 - registers the compile-metrics and timeline readers
+from engine.stages import inductor as inductor_stage  # noqa: F401 - registers the Inductor readers
+from engine.stages.runtime import (
+    compile_times,  # noqa: F401 - registers the compile-metrics and timeline readers
+    cudagraphs,  # noqa: F401 - registers the CUDA-graph reasons reader
+)
 from engine.usercode import entry_point
 from tests.engine.conftest import run_code
 from tests.report_checks import assert_final_benchmarks_add_only_the_processes
@@ -64,7 +68,7 @@ def test_a_restarted_compiles_kernels_meet_their_post_grad_graph():
     """graph_break under Inductor: its kernels carry the trace's "0/0_1", the post-grad graph the spelling of the
     in-process compile context ("0/0" in reports stored so far): the page's join used to miss them."""
     outputs = logtap.read(recorded("graph_break"), "inductor.output_code")
-    kernels = [k for o in outputs for k in inductor_stage.parse_kernels(o, "graph_break.py")]
+    kernels = [k for o in outputs for k in inductor_log.parse_kernels(o, "graph_break.py")]
     assert [k["compile_id"] for k in kernels] == ["0/0_1", "1/0_1", "2/0"]
     inductor = Inductor(post_grad_graphs=[_graph(cid, "inference") for cid in ("0/0", "1/0", "2/0")])
     assert [inductor_view.graph_id_of_kernel(inductor, k["compile_id"], k["graph_kind"]) for k in kernels] == [
@@ -427,8 +431,8 @@ def test_the_report_is_handed_over_before_the_warm_compile_complete_but_for_it(s
 def test_kernels_are_counted_as_generated_and_library_calls():
     log = recorded("mlp_train_bf16")
     outputs = logtap.read(log, "inductor.output_code")
-    kernels = [k for o in outputs for k in inductor_stage.parse_kernels(o, "mlp_train_bf16.py")]
-    calls = [c for o in outputs for c in inductor_stage.library_calls(o)]
+    kernels = [k for o in outputs for k in inductor_log.parse_kernels(o, "mlp_train_bf16.py")]
+    calls = [c for o in outputs for c in inductor_log.library_calls(o)]
     assert [(c["graph_kind"], c["name"], c["count"]) for c in calls] == [
         ("forward", "extern_kernels.addmm", 2),
         ("backward", "extern_kernels.mm", 4),
@@ -583,7 +587,7 @@ def test_a_source_node_comment_that_names_no_post_grad_node_is_completed_from_bu
     name, comment, graph_nodes, writers
 ):
     kernel = {"name": name, "source_nodes": list(comment), "provenance": "source-node comment", "writes": ["buf0"]}
-    inductor_stage.tie_to_post_grad_nodes(kernel, graph_nodes, {"op0": {"writes": ["buf0"], "origins": writers}})
+    inductor_log.tie_to_post_grad_nodes(kernel, graph_nodes, {"op0": {"writes": ["buf0"], "origins": writers}})
     # Every kernel then names only nodes of its graph, and every node that writes its buffer is among them.
     assert set(kernel["source_nodes"]) <= graph_nodes and set(writers) <= set(kernel["source_nodes"])
     assert kernel["provenance"] == ("source-node comment" if set(comment) <= graph_nodes else "buffer writes")

@@ -7,8 +7,8 @@ import pytest
 
 from engine.logtap import load_torch_logs, load_trace_log
 from engine.measure.compile_metrics import compile_seconds, timeline
-from engine.stages.dynamo import parse_graph_breaks, parse_recompiles
-from engine.stages.inductor import group_output_code, parse_fusion_log, parse_kernels
+from engine.readers.dynamo_log import parse_graph_breaks, parse_recompiles
+from engine.readers.inductor_log import group_output_code, parse_fusion_log, parse_kernels
 from engine.stages.runtime.cudagraphs import cudagraph_status
 
 TRACES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "traces-h200-torch2.11")

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from contract.userfile import is_user_file
-from engine.fxgraph import user_frames
+from engine.readers.nodes import user_frames
 from engine.usercode import user_line, user_traceback
 
 # The same table the pages' copy of the rule is tested with (tests/js/user-file.test.js).

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from engine import logtap
 from engine.measure.compile_metrics import compile_seconds, metrics_summary, timeline
+from engine.readers.inductor_log import kernel_count
 from engine.stages.base import Collector
-from engine.stages.inductor import kernel_count
 from engine.stages.runtime.warm_compile import cold_caches
 
 
