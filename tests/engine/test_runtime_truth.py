@@ -387,6 +387,7 @@ def test_a_seed_job_timed_beside_busy_loops_decides_no_speedup(tmp_path):
     load = report["runtime"]["load"]
     assert load["contended"] and load["other_cpu_cores"] > 0.5, load
     assert "busy in every round" in load["text"]
+    assert report["runtime"]["timing"]["rounds"] <= timing.MAX_ROUNDS and load["dropped_rounds"] == 0, load
     compared = {b["config"]: b for b in report["runtime"]["benchmarks"]}["backend_eager"]["speedup"]
     assert not compared["decided"] and compared["verdict"] is None, compared
     assert compared["text"].startswith("not decided: the machine was busy"), compared
@@ -429,6 +430,24 @@ def test_a_burst_of_other_work_is_dropped_and_timed_again(monkeypatch):
     assert load["other_cpu_cores"] < CONTENTION_CORES and "dropped and retimed" in load["text"], load
     assert len(windows) >= 2
     assert all(len(r.rounds_ms) == rt["timing"]["rounds"] >= timing.MIN_ROUNDS for r in rungs)
+
+
+def test_a_machine_busy_in_every_batch_gets_no_more_rounds_than_a_quiet_one(monkeypatch):
+    """Loops on every core throughout: each batch is contended, and the rounds stop at MAX_ROUNDS (three batches)
+    rather than going on, batch after batch, for the whole budget in search of a quiet one. Where a job's own
+    neighbours are the load (two workers on one host, a classroom burst) no quiet batch comes: an eager-only seed
+    job spent its 8 s budget on 112 rounds so."""
+    workload, rungs = sin_and_cos_rungs(torch.randn(256, 256))
+    # Short rounds, so that the budget (8 s) would allow many more batches than three.
+    monkeypatch.setitem(timing.ROUND_SECONDS, "cpu", 0.005)
+    windows, real_window = [], timing.CpuWindow
+    monkeypatch.setattr(timing, "CpuWindow", lambda: windows.append(real_window()) or windows[-1])
+    rt = {}
+    with busy_loops(os.cpu_count()):
+        timing.time_rounds(workload, rungs, rt, None)
+    assert rt["load"]["contended"], rt["load"]  # no batch was quiet: the contended rounds are the figures
+    assert len(windows) <= timing.MAX_ROUNDS // timing.MIN_ROUNDS, len(windows)
+    assert all(len(r.rounds_ms) == rt["timing"]["rounds"] <= timing.MAX_ROUNDS for r in rungs)
 
 
 def test_a_gpu_steps_rounds_visit_every_host_core_with_paired_rounds_on_one_core(monkeypatch):

@@ -123,7 +123,10 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
 
     # Batches of rounds, each checked for contention on its own. A contended batch's rounds are dropped and
     # timed again (within the budget): a burst of another process's work leaves the figures as they were.
-    # Only when no batch was quiet are contended rounds kept, and then no speedup is decided.
+    # Only when no batch was quiet are contended rounds kept, and then no speedup is decided. A machine busy in
+    # every batch gets as many rounds as a quiet one (MAX_ROUNDS), not the whole budget: where the job's own
+    # neighbours are the load (two workers on one host, a classroom burst), no quiet batch comes, and every
+    # eager-only seed job spent its 8 s budget (112 rounds) looking for one.
     batch, started = MIN_ROUNDS, time.perf_counter()
     quiet, busy = [], []  # what other processes took (cores) in each quiet and each contended batch
     set_aside = {r.name: [] for r in rungs}  # the contended batches' rounds: the figures only if none was quiet
@@ -157,6 +160,7 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
                 not alive
                 or not undecided
                 or done + batch > MAX_ROUNDS
+                or (not quiet and max(map(len, set_aside.values())) + batch > MAX_ROUNDS)
                 or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]
             ):
                 break
