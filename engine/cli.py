@@ -17,6 +17,11 @@ from engine.sandbox import Isolation, IsolationError, check
 
 
 def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    return import_command(args) if args.command == "import" else explore_command(args)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description="See inside torch.compile.")
     sub = parser.add_subparsers(dest="command", required=True)
     explore = sub.add_parser("explore", help="compile FILE with every stage recorded; write DIR/report.json")
@@ -47,10 +52,12 @@ def main(argv=None) -> int:
     imported.add_argument("--out", help="output folder (default: a new folder named after LOG and the time)")
     imported.add_argument("--name", help="the upload's own name, when LOG is a stored copy")
     imported.add_argument("--max-mb", type=float, help="the most (decompressed) MiB to read")
-    args = parser.parse_args(argv)
-    if args.command == "import":
-        return import_command(args)
+    return parser
 
+
+def explore_command(args) -> int:
+    """One job, its progress on stderr, then DIR/report.json and a summary (exit status 1 if the job failed, 2 if
+    it could not start)."""
     try:
         with open(args.file) as f:
             code = f.read()
@@ -138,6 +145,18 @@ def _progress(event: dict) -> None:
 
 
 def summary(report: dict) -> str:
+    """The closing text: what each stage captured and its compile times, then, for a job (an imported log has no
+    timings), the ladder's table and what the runtime found."""
+    lines = _stage_lines(report)
+    if report.get("trace_import"):
+        unknown = report["trace_import"]["unknown_events"]
+        if unknown:
+            lines.append("unknown events (kept): " + ", ".join(f"{u['event']} x{u['count']}" for u in unknown))
+        return "\n".join(lines)
+    return "\n".join(lines + _runtime_lines(report))
+
+
+def _stage_lines(report: dict) -> list[str]:
     ind, rt = report["inductor"], report["runtime"]
     env = report["environment"]
     counts = (report.get("summary") or {}).get("counts") or {}
@@ -165,11 +184,11 @@ def summary(report: dict) -> str:
     warm = (rt.get("compile_cache") or {}).get("warm") or {}
     if warm.get("status") == "ok":
         lines.append(f"warm compile (fresh process, caches filled): {warm['seconds']['total']:.2f}s")
-    if report.get("trace_import"):
-        unknown = report["trace_import"]["unknown_events"]
-        if unknown:
-            lines.append("unknown events (kept): " + ", ".join(f"{u['event']} x{u['count']}" for u in unknown))
-        return "\n".join(lines)
+    return lines
+
+
+def _runtime_lines(report: dict) -> list[str]:
+    rt, lines = report["runtime"], []
     mode = rt.get("mode") or {}
     if mode:
         lines.append(f"mode: {mode.get('kind')} ({mode.get('reason')})")
@@ -206,4 +225,4 @@ def summary(report: dict) -> str:
         )
     if report["unavailable"]:
         lines.append("unavailable: " + ", ".join(u["name"] for u in report["unavailable"]))
-    return "\n".join(lines)
+    return lines

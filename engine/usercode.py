@@ -81,48 +81,15 @@ def user_traceback(exc: BaseException, filename: str) -> str:
 
 
 def load(source: str, filename: str, device: str, train_override: bool | None) -> UserProgram:
-    try:
-        code = compile(source, filename, "exec")
-    except SyntaxError as exc:
-        raise UserCodeError(
-            "syntax_error",
-            f"SyntaxError: {exc.msg} ({filename}:{exc.lineno})",
-            file=filename,
-            line=exc.lineno,
-            traceback_text="".join(traceback.format_exception_only(exc)),
-        ) from None
-
+    code = _compiled(source, filename)
     module = types.ModuleType("user_model")
     module.__file__ = filename
     sys.modules["user_model"] = module  # classes defined by the user pickle and inspect like any module's
+    namespace = module.__dict__
     try:
         with torch.device(device):
-            exec(code, module.__dict__)
-            namespace = module.__dict__
-            for name, hint in (
-                ("model", "an nn.Module instance or any callable, e.g. `model = MyModule()`"),
-                ("example_inputs", "a tuple of arguments, e.g. `example_inputs = (torch.randn(8, 8),)`"),
-            ):
-                if name not in namespace:
-                    raise UserCodeError(
-                        "missing_name", f"{filename} defines no top-level `{name}`: add {hint}", file=filename
-                    )
-            model = namespace["model"]
-            if not callable(model):
-                raise UserCodeError(
-                    "bad_value",
-                    f"`model` must be an nn.Module or a callable, not {type(model).__name__}",
-                    file=filename,
-                )
-            inputs = namespace["example_inputs"]
-            is_sequence = isinstance(inputs, list)
-            if callable(inputs) and not isinstance(inputs, torch.Tensor):
-                inputs = inputs()
-            inputs_list = [_as_args(i, filename) for i in (inputs if isinstance(inputs, list) else [inputs])]
-            if not inputs_list:
-                raise UserCodeError(
-                    "bad_value", "`example_inputs` is an empty list: give at least one tuple", file=filename
-                )
+            exec(code, namespace)
+            model, inputs_list, is_sequence = _model_and_inputs(namespace, filename)
     except UserCodeError:
         raise
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from user code too
@@ -139,6 +106,53 @@ def load(source: str, filename: str, device: str, train_override: bool | None) -
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
     inputs_list = [pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), args) for args in inputs_list]
+    train, reason = _train_choice(namespace, filename, train_override)
+    loss_fn = namespace.get("loss_fn")
+    if loss_fn is not None and not callable(loss_fn):
+        raise UserCodeError("bad_value", "`loss_fn` must be a function of the model's output", file=filename)
+    backends = user_backends(namespace, filename, lambda name: assignment_line(source, name))
+    return UserProgram(model, inputs_list, train, loss_fn, is_sequence, reason, backends)
+
+
+def _compiled(source: str, filename: str):
+    try:
+        return compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise UserCodeError(
+            "syntax_error",
+            f"SyntaxError: {exc.msg} ({filename}:{exc.lineno})",
+            file=filename,
+            line=exc.lineno,
+            traceback_text="".join(traceback.format_exception_only(exc)),
+        ) from None
+
+
+def _model_and_inputs(namespace: dict, filename: str) -> tuple:
+    """(model, the list of argument tuples, whether example_inputs was a list of them) from the file's names; runs
+    user code (``example_inputs`` may be a function), so the caller reports what it raises."""
+    for name, hint in (
+        ("model", "an nn.Module instance or any callable, e.g. `model = MyModule()`"),
+        ("example_inputs", "a tuple of arguments, e.g. `example_inputs = (torch.randn(8, 8),)`"),
+    ):
+        if name not in namespace:
+            raise UserCodeError("missing_name", f"{filename} defines no top-level `{name}`: add {hint}", file=filename)
+    model = namespace["model"]
+    if not callable(model):
+        raise UserCodeError(
+            "bad_value", f"`model` must be an nn.Module or a callable, not {type(model).__name__}", file=filename
+        )
+    inputs = namespace["example_inputs"]
+    is_sequence = isinstance(inputs, list)
+    if callable(inputs) and not isinstance(inputs, torch.Tensor):
+        inputs = inputs()
+    inputs_list = [_as_args(i, filename) for i in (inputs if isinstance(inputs, list) else [inputs])]
+    if not inputs_list:
+        raise UserCodeError("bad_value", "`example_inputs` is an empty list: give at least one tuple", file=filename)
+    return model, inputs_list, is_sequence
+
+
+def _train_choice(namespace: dict, filename: str, train_override: bool | None) -> tuple[bool, str]:
+    """Whether the job trains, and why in words: the request's choice, else the file's ``train``, else inference."""
     train = bool(namespace.get("train", False)) if train_override is None else train_override
     if train_override is not None:
         reason = f"the request asked for {'training' if train else 'inference'} (train={train_override})"
@@ -148,11 +162,7 @@ def load(source: str, filename: str, device: str, train_override: bool | None) -
         reason = f"{filename} does not set `train`: inference, as under `with torch.no_grad():`"
     if not train:
         reason += "; compiled, checked and timed under torch.no_grad()"
-    loss_fn = namespace.get("loss_fn")
-    if loss_fn is not None and not callable(loss_fn):
-        raise UserCodeError("bad_value", "`loss_fn` must be a function of the model's output", file=filename)
-    backends = user_backends(namespace, filename, lambda name: assignment_line(source, name))
-    return UserProgram(model, inputs_list, train, loss_fn, is_sequence, reason, backends)
+    return train, reason
 
 
 def assignment_line(source: str, name: str) -> int | None:

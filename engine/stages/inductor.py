@@ -143,53 +143,8 @@ class InductorCollector(Collector):
         section["output_code"] = [
             {"compile_id": o["compile_id"], "kind": o["kind"], "code": o["code"]} for o in outputs
         ]
-        section["kernels"] = [k for o in outputs for k in parse_kernels(o, self.ctx.user_file)]
-        input_dtypes = {
-            (compile_key(g["compile_id"]), g["kind"], n["name"]): n.get("dtype")
-            for g in self.post_grad
-            for n in g["nodes"]
-            if n["op"] == "placeholder"
-        }
-        for output in outputs:
-            estimate_kernel_bytes(
-                [
-                    k
-                    for k in section["kernels"]
-                    if k["compile_id"] == output["compile_id"] and k["graph_kind"] == output["kind"]
-                ],
-                output,
-                input_dtypes,
-            )
-        node_names = {
-            (compile_key(g["compile_id"]), g["kind"]): {n["name"] for n in g["nodes"]} for g in self.post_grad
-        }
-        for kernel in section["kernels"]:
-            key = (compile_key(kernel["compile_id"]), kernel["graph_kind"])
-            sched = self.scheduler.get(key, {"nodes": {}})
-            tie_to_post_grad_nodes(kernel, node_names.get(key, set()), sched["nodes"])
-        targets = {
-            (compile_key(g["compile_id"]), g["kind"], n["name"]): n["target"]
-            for g in self.post_grad
-            for n in g["nodes"]
-        }
-        for kernel in section["kernels"]:
-            if not kernel["aten_ops"]:
-                ops = (
-                    targets.get((compile_key(kernel["compile_id"]), kernel["graph_kind"], n))
-                    for n in kernel["source_nodes"]
-                )
-                kernel["aten_ops"] = list(dict.fromkeys(short_op(t) for t in ops if t))
-            if not kernel["source_lines"]:
-                kernel["source_lines"] = self._user_lines(kernel)
-        kernel_of = {
-            (compile_key(k["compile_id"]), k["graph_kind"], n): k["name"]
-            for k in section["kernels"]
-            for n in k["source_nodes"]
-        }
-        for graph in self.post_grad:
-            for node in graph["nodes"]:
-                kernel = kernel_of.get((compile_key(graph["compile_id"]), graph["kind"], node["name"]))
-                node["marks"] = {"kernel": kernel}
+        section["kernels"] = self._kernels(outputs)
+        self._mark_kernels_on_post_grad_nodes(section["kernels"])
         section["post_grad_graphs"] = self.post_grad
         section.update(logtap.read(tap, "inductor.ir"))
         section["fusion_decisions"] = logtap.read(tap, "inductor.fusion", scheduler=self.scheduler)
@@ -203,6 +158,55 @@ class InductorCollector(Collector):
         section["perf_hints"] = logtap.read(tap, "inductor.perf_hints")
         if not outputs:
             self.ctx.mark_unavailable("inductor.output_code", "no inductor_output_code event in the trace")
+
+    def _kernels(self, outputs: list[dict]) -> list[dict]:
+        """The output codes' kernels, each with its bytes (Inductor's count, else an estimate from buffer sizes),
+        the post-grad nodes it was fused from, their ATen ops and the user's lines behind them."""
+        kernels = [k for o in outputs for k in parse_kernels(o, self.ctx.user_file)]
+        input_dtypes = {
+            (compile_key(g["compile_id"]), g["kind"], n["name"]): n.get("dtype")
+            for g in self.post_grad
+            for n in g["nodes"]
+            if n["op"] == "placeholder"
+        }
+        for output in outputs:
+            estimate_kernel_bytes(
+                [k for k in kernels if k["compile_id"] == output["compile_id"] and k["graph_kind"] == output["kind"]],
+                output,
+                input_dtypes,
+            )
+        node_names = {
+            (compile_key(g["compile_id"]), g["kind"]): {n["name"] for n in g["nodes"]} for g in self.post_grad
+        }
+        for kernel in kernels:
+            key = (compile_key(kernel["compile_id"]), kernel["graph_kind"])
+            sched = self.scheduler.get(key, {"nodes": {}})
+            tie_to_post_grad_nodes(kernel, node_names.get(key, set()), sched["nodes"])
+        targets = {
+            (compile_key(g["compile_id"]), g["kind"], n["name"]): n["target"]
+            for g in self.post_grad
+            for n in g["nodes"]
+        }
+        for kernel in kernels:
+            if not kernel["aten_ops"]:
+                ops = (
+                    targets.get((compile_key(kernel["compile_id"]), kernel["graph_kind"], n))
+                    for n in kernel["source_nodes"]
+                )
+                kernel["aten_ops"] = list(dict.fromkeys(short_op(t) for t in ops if t))
+            if not kernel["source_lines"]:
+                kernel["source_lines"] = self._user_lines(kernel)
+        return kernels
+
+    def _mark_kernels_on_post_grad_nodes(self, kernels: list[dict]) -> None:
+        """Each post-grad node's ``marks.kernel``: the kernel it was fused into (None if none)."""
+        kernel_of = {
+            (compile_key(k["compile_id"]), k["graph_kind"], n): k["name"] for k in kernels for n in k["source_nodes"]
+        }
+        for graph in self.post_grad:
+            for node in graph["nodes"]:
+                kernel = kernel_of.get((compile_key(graph["compile_id"]), graph["kind"], node["name"]))
+                node["marks"] = {"kernel": kernel}
 
 
 def _user_lines_of(nodes: list[dict]) -> list[dict]:

@@ -62,31 +62,8 @@ class LadderStage(Stage):
     name = "benchmark"
 
     def run(self, job) -> None:
-        state, ctx, workload = job.state, job.state.ctx, job.state.workload
-        device, target, reference = ctx.device, state.target, state.reference
-        rt = job.report["runtime"]
-        # The user's own backends (engine/userbackends.py) are rungs after the requested configs.
-        state.user_rungs = {
-            rung_config(name, fn).name: (
-                rung_config(name, fn),
-                RecordingBackend(name, fn, ctx.user_file, job.report["debug"]),
-            )
-            for name, fn in state.program.backends.items()
-        }
-        configs = job.request["configs"] + list(state.user_rungs)
-        order = [n for n in ["eager", target.name] + configs if n in configs]
-        order = list(dict.fromkeys(order))
-        measured = getattr(state, "memory_bandwidth", None)  # by the prestarted child, before its job (engine.child)
-        if measured and measured.get("device") == device:
-            rt["memory_bandwidth"] = measured
-        else:
-            with ctx.guard("runtime.memory_bandwidth"):
-                rt["memory_bandwidth"] = memory_bandwidth(device)
-        # Rungs are not separated by torch._dynamo.reset() (it would drop the code being compared): each gets its
-        # own recompile budget instead.
-        with ctx.guard("dynamo.recompile_limit"):
-            # Twice: an Inductor rung of a model that draws random numbers compiles again for its check.
-            torch._dynamo.config.recompile_limit = torch._dynamo.config.recompile_limit * 2 * len(order)
+        state, workload, rt = job.state, job.state.workload, job.report["runtime"]
+        configs, order = self._set_up(job)
         entries, rungs = {}, []
         for name in order:
             t0 = job.begin("benchmark", config=name)
@@ -96,7 +73,51 @@ class LadderStage(Stage):
             job.end("benchmark", t0, config=name, status=entries[name]["status"])
 
         t0 = job.begin("benchmark")  # the timed rounds of every config together (a stage without a config)
-        time_rounds(workload, rungs, rt, ctx)
+        time_rounds(workload, rungs, rt, state.ctx)
+        self._figures(state, rungs, rt)
+        for name, entry in entries.items():  # the recorded config has a watch even when it is not benchmarked
+            entry["cudagraphs"] = state.watches[name].status(state.ctx.device, name)
+        job.end("benchmark", t0)
+
+        rt["benchmarks"] = [entries[n] for n in configs if n in entries]  # in the order asked for
+        rt["correctness"] = first_divergent_stage(rt["benchmarks"], state.reference)
+        rt["cudagraphs"] = next(
+            (b["cudagraphs"] for b in rt["benchmarks"] if b["cudagraphs"]["status"] != "not_requested"),
+            {"status": "not_requested"},
+        )
+        self._profile_recorded_rung(job, rungs)
+
+    def _set_up(self, job) -> tuple[list[str], list[str]]:
+        """The rungs (the requested configs, then the user's backends), the memory bandwidth and each rung's
+        recompile budget; returns the rungs as asked for and in the order they are prepared (eager, the recorded
+        config, the others)."""
+        state, ctx, rt = job.state, job.state.ctx, job.report["runtime"]
+        # The user's own backends (engine/userbackends.py) are rungs after the requested configs.
+        state.user_rungs = {
+            rung_config(name, fn).name: (
+                rung_config(name, fn),
+                RecordingBackend(name, fn, ctx.user_file, job.report["debug"]),
+            )
+            for name, fn in state.program.backends.items()
+        }
+        configs = job.request["configs"] + list(state.user_rungs)
+        order = list(dict.fromkeys(n for n in ["eager", state.target.name] + configs if n in configs))
+        measured = getattr(state, "memory_bandwidth", None)  # by the prestarted child, before its job (engine.child)
+        if measured and measured.get("device") == ctx.device:
+            rt["memory_bandwidth"] = measured
+        else:
+            with ctx.guard("runtime.memory_bandwidth"):
+                rt["memory_bandwidth"] = memory_bandwidth(ctx.device)
+        # Rungs are not separated by torch._dynamo.reset() (it would drop the code being compared): each gets its
+        # own recompile budget instead.
+        with ctx.guard("dynamo.recompile_limit"):
+            # Twice: an Inductor rung of a model that draws random numbers compiles again for its check.
+            torch._dynamo.config.recompile_limit = torch._dynamo.config.recompile_limit * 2 * len(order)
+        return configs, order
+
+    def _figures(self, state, rungs: list, rt: dict) -> None:
+        """After the timed rounds: each timed rung's latency, GPU busy time (on CUDA) and speedup against eager."""
+        ctx, workload, device = state.ctx, state.workload, state.ctx.device
         eager = next((r for r in rungs if r.name == "eager"), None)
         timed = [r for r in rungs if r.entry["status"] == "ok"]
         load = rt["load"]
@@ -130,16 +151,11 @@ class LadderStage(Stage):
                 )
                 entry["speedup"]["source"] = "capture_process"  # until the measuring processes' (processes.py)
                 entry["speedup_vs_eager"] = entry["speedup"]["value"]
-        for name, entry in entries.items():  # the recorded config has a watch even when it is not benchmarked
-            entry["cudagraphs"] = state.watches[name].status(device, name)
-        job.end("benchmark", t0)
 
-        rt["benchmarks"] = [entries[n] for n in configs if n in entries]
-        rt["correctness"] = first_divergent_stage(rt["benchmarks"], reference)
-        rt["cudagraphs"] = next(
-            (b["cudagraphs"] for b in rt["benchmarks"] if b["cudagraphs"]["status"] != "not_requested"),
-            {"status": "not_requested"},
-        )
+    def _profile_recorded_rung(self, job, rungs: list) -> None:
+        """The recorded Inductor rung's kernels in the profiler (runtime.kernel_profile)."""
+        state, ctx, workload, rt = job.state, job.state.ctx, job.state.workload, job.report["runtime"]
+        target = state.target
         recorded = next((r for r in rungs if r.name == target.name and r.entry["status"] == "ok"), None)
         if recorded and target.backend == "inductor":
             t0 = job.begin("profile")

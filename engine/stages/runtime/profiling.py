@@ -64,10 +64,39 @@ def _device_self_us(event) -> float:
 def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidth: float | None) -> tuple:
     """Per-kernel time per step over PROFILE_STEPS steps (generated kernels by name, plus the ATen ops Inductor
     called), made to agree with the rung's measured step: (rows, summary)."""
+    by_name = {k["name"]: k for k in kernels}
+    rows, profiled_step_ms = _profiled_rows(workload, rung, by_name)
+    step_ms = rung.entry.get("median_ms") or profiled_step_ms
+    raw_ms = sum(r["total_ms"] for r in rows)
+    # The profiler slows what it watches (most on the CPU, where it wraps every op): when the kernels' sum would
+    # exceed the step as measured without it, scale by the step's own dilation and say so.
+    scaled_by = min(1.0, step_ms / profiled_step_ms) if raw_ms > step_ms and profiled_step_ms > 0 else 1.0
+    for r in rows:
+        r["total_ms"] *= scaled_by
+        k = by_name.get(r["kernel"]) or {}
+        r["bytes_per_call"] = k.get("bytes_accessed")
+        r["bytes_source"] = k.get("bytes_source") if k.get("bytes_accessed") else None
+        r["bandwidth_bytes_per_s"] = (
+            r["bytes_per_call"] * max(r["calls"], 1) / (r["total_ms"] / 1e3)
+            if r["bytes_per_call"] and r["total_ms"] > 0
+            else None
+        )
+        r["roofline_share"] = (
+            r["bandwidth_bytes_per_s"] / bandwidth if r["bandwidth_bytes_per_s"] and bandwidth else None
+        )
+    kernel_ms = raw_ms * scaled_by
+    for r in rows:
+        r["share"] = r["total_ms"] / (kernel_ms or 1.0)
+    summary = _profile_summary(rows, workload.device, step_ms, profiled_step_ms, kernel_ms, scaled_by)
+    return sorted(rows, key=lambda r: -r["total_ms"])[:50], summary
+
+
+def _profiled_rows(workload: Workload, rung: Rung, by_name: dict) -> tuple[list[dict], float]:
+    """PROFILE_STEPS steps under torch's profiler: a row per generated kernel (by name) and per ATen op (on the
+    GPU, per device kernel), its calls and milliseconds per step; and the step's time under the profiler."""
     from torch.profiler import ProfilerActivity, profile
 
     device = workload.device
-    by_name = {k["name"]: k for k in kernels}
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with workload.grad_mode(), profile(activities=activities) as prof:
         workload.sync()
@@ -93,28 +122,13 @@ def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidt
                 "total_ms": self_us / 1000 / PROFILE_STEPS,
             }
         )
-    step_ms = rung.entry.get("median_ms") or profiled_step_ms
-    raw_ms = sum(r["total_ms"] for r in rows)
-    # The profiler slows what it watches (most on the CPU, where it wraps every op): when the kernels' sum would
-    # exceed the step as measured without it, scale by the step's own dilation and say so.
-    scaled_by = min(1.0, step_ms / profiled_step_ms) if raw_ms > step_ms and profiled_step_ms > 0 else 1.0
-    for r in rows:
-        r["total_ms"] *= scaled_by
-        k = by_name.get(r["kernel"]) or {}
-        r["bytes_per_call"] = k.get("bytes_accessed")
-        r["bytes_source"] = k.get("bytes_source") if k.get("bytes_accessed") else None
-        r["bandwidth_bytes_per_s"] = (
-            r["bytes_per_call"] * max(r["calls"], 1) / (r["total_ms"] / 1e3)
-            if r["bytes_per_call"] and r["total_ms"] > 0
-            else None
-        )
-        r["roofline_share"] = (
-            r["bandwidth_bytes_per_s"] / bandwidth if r["bandwidth_bytes_per_s"] and bandwidth else None
-        )
-    kernel_ms = raw_ms * scaled_by
-    total = kernel_ms or 1.0
-    for r in rows:
-        r["share"] = r["total_ms"] / total
+    return rows, profiled_step_ms
+
+
+def _profile_summary(
+    rows: list[dict], device: str, step_ms: float, profiled_step_ms: float, kernel_ms: float, scaled_by: float
+) -> dict:
+    """The step split into time in kernels (generated ones apart) and host overhead, in figures and words."""
     generated_ms = sum(r["total_ms"] for r in rows if r["generated"])
     host_ms = max(0.0, step_ms - kernel_ms)
     where = "on the GPU" if device == "cuda" else "inside kernels and library calls"
@@ -128,7 +142,7 @@ def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidt
             f" Under the profiler a step took {profiled_step_ms:.4g} ms; kernel times are scaled by "
             f"{scaled_by:.2f} to remove that overhead."
         )
-    summary = {
+    return {
         "profiled_steps": PROFILE_STEPS,
         "step_ms": round(step_ms, 4),
         "profiled_step_ms": round(profiled_step_ms, 4),
@@ -139,4 +153,3 @@ def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidt
         "scaled_by": round(scaled_by, 4),
         "text": text,
     }
-    return sorted(rows, key=lambda r: -r["total_ms"])[:50], summary

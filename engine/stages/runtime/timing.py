@@ -118,52 +118,9 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
         )
     before = machine_load()
     threads = step_threads(workload.device)
-    alive = list(rungs)
     cores = CoreRotation(gpu_step=workload.device == "cuda")  # a GPU step's host thread visits every core
-
-    # Batches of rounds, each checked for contention on its own. A contended batch's rounds are dropped and
-    # timed again (within the budget): a burst of another process's work leaves the figures as they were.
-    # Only when no batch was quiet are contended rounds kept, and then no speedup is decided. A machine busy in
-    # every batch gets as many rounds as a quiet one (MAX_ROUNDS), not the whole budget: where the job's own
-    # neighbours are the load (two workers on one host, a classroom burst), no quiet batch comes, and every
-    # eager-only seed job spent its 8 s budget (112 rounds) looking for one.
-    batch, started = MIN_ROUNDS, time.perf_counter()
-    quiet, busy = [], []  # what other processes took (cores) in each quiet and each contended batch
-    set_aside = {r.name: [] for r in rungs}  # the contended batches' rounds: the figures only if none was quiet
     try:
-        while True:
-            window, first = CpuWindow(), {r.name: len(r.rounds_ms) for r in rungs}
-            for _ in range(batch):
-                cores.next_round()
-                for rung in list(alive):
-                    try:
-                        rung.rounds_ms.append(time_round(workload, rung))
-                    except Exception as exc:  # noqa: BLE001 - a config that fails mid-way keeps the others timed
-                        rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
-                        ctx.error(f"benchmark:{rung.name}", exc)
-                        alive.remove(rung)
-            others = window.other_cores()
-            if contended(others, threads):
-                busy.append(others)
-                for rung in rungs:
-                    set_aside[rung.name] += rung.rounds_ms[first[rung.name] :]
-                    del rung.rounds_ms[first[rung.name] :]
-            else:
-                quiet.append(others)
-            done = max((len(r.rounds_ms) for r in alive), default=0)  # the quiet rounds kept
-            batch = EXTRA_ROUNDS if quiet else MIN_ROUNDS
-            eager = next((r for r in alive if r.name == "eager"), None)
-            undecided = not quiet or (
-                eager and any(not speedup(eager.rounds_ms, r.rounds_ms)["decided"] for r in alive if r is not eager)
-            )
-            if (
-                not alive
-                or not undecided
-                or done + batch > MAX_ROUNDS
-                or (not quiet and max(map(len, set_aside.values())) + batch > MAX_ROUNDS)
-                or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]
-            ):
-                break
+        alive, quiet, busy, set_aside = _timed_batches(workload, rungs, threads, cores, ctx)
     finally:
         cores.restore()
     kept_contended = bool(busy) and not quiet
@@ -172,7 +129,6 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
         for rung in rungs:
             rung.rounds_ms = set_aside[rung.name]
     shares = quiet or busy
-    rounds = max((len(r.rounds_ms) for r in rungs), default=0)
     rt["load"] = load_summary(
         before,
         machine_load(),
@@ -181,11 +137,64 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
         dropped=0 if kept_contended else dropped,
         kept_contended=kept_contended,
     )
+    _record_figures(workload, rungs, alive, rt, cores)
+
+
+def _timed_batches(workload: Workload, rungs: list[Rung], threads: int, cores: CoreRotation, ctx) -> tuple:
+    """The timed rounds, batch by batch: (the rungs still alive, what other processes took in each quiet batch and
+    in each contended one, the contended batches' rounds per rung). Each rung's ``rounds_ms`` keeps the quiet
+    rounds."""
+    # A contended batch's rounds are dropped and timed again (within the budget): a burst of another process's
+    # work leaves the figures as they were. Only when no batch was quiet are contended rounds kept, and then no
+    # speedup is decided. A machine busy in every batch gets as many rounds as a quiet one (MAX_ROUNDS), not the
+    # whole budget: where a job's own neighbours are the load (two workers on one host, a classroom burst), no
+    # quiet batch comes, and every eager-only seed job spent its 8 s budget (112 rounds) looking for one.
+    alive = list(rungs)
+    batch, started = MIN_ROUNDS, time.perf_counter()
+    quiet, busy = [], []  # what other processes took (cores) in each quiet and each contended batch
+    set_aside = {r.name: [] for r in rungs}  # the contended batches' rounds: the figures only if none was quiet
+    while True:
+        window, first = CpuWindow(), {r.name: len(r.rounds_ms) for r in rungs}
+        for _ in range(batch):
+            cores.next_round()
+            for rung in list(alive):
+                try:
+                    rung.rounds_ms.append(time_round(workload, rung))
+                except Exception as exc:  # noqa: BLE001 - a config that fails mid-way keeps the others timed
+                    rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+                    ctx.error(f"benchmark:{rung.name}", exc)
+                    alive.remove(rung)
+        others = window.other_cores()
+        if contended(others, threads):
+            busy.append(others)
+            for rung in rungs:
+                set_aside[rung.name] += rung.rounds_ms[first[rung.name] :]
+                del rung.rounds_ms[first[rung.name] :]
+        else:
+            quiet.append(others)
+        done = max((len(r.rounds_ms) for r in alive), default=0)  # the quiet rounds kept
+        batch = EXTRA_ROUNDS if quiet else MIN_ROUNDS
+        eager = next((r for r in alive if r.name == "eager"), None)
+        undecided = not quiet or (
+            eager and any(not speedup(eager.rounds_ms, r.rounds_ms)["decided"] for r in alive if r is not eager)
+        )
+        if (
+            not alive
+            or not undecided
+            or done + batch > MAX_ROUNDS
+            or (not quiet and max(map(len, set_aside.values())) + batch > MAX_ROUNDS)
+            or time.perf_counter() - started > EXTRA_ROUNDS_BUDGET_S[workload.device]
+        ):
+            return alive, quiet, busy, set_aside
+
+
+def _record_figures(workload: Workload, rungs: list[Rung], alive: list[Rung], rt: dict, cores: CoreRotation) -> None:
+    """rt["timing"] (how the figures were taken) and each timed rung's median, spread and rounds."""
     method = "cuda_events" if workload.device == "cuda" else "perf_counter"
     rt["timing"] = {
         "method": method,
         "order": "interleaved",
-        "rounds": rounds,
+        "rounds": max((len(r.rounds_ms) for r in rungs), default=0),
         "steps_per_round": {r.name: r.steps_per_round for r in rungs},
         "statistic": "median over rounds of the time per step of N back-to-back steps, p10-p90 "
         "spread over rounds; speedups: median of paired rounds with a 90% confidence "
