@@ -373,8 +373,43 @@ def build_report(log: RankLog, source_name: str) -> dict:
     report["status"] = "ok"
     report["source"] = {"filename": user_base, "code": "", "path": user_file, "not_in_log": True}
     report["environment"].update(log_versions(log), device=device, devices=sorted(devices), rank=log.log.rank)
+    _dynamo_section(log, report["dynamo"], user_base, user_file)
+    aot = report["aot"]
+    aot["graphs"] = [_graph(e, kind) for e in log.trace if (kind := AOT_GRAPH_EVENTS.get(e["event"])) and e["payload"]]
+    aot["partitions"] = _partitions(aot["graphs"])
+    _inductor_section(log, report["inductor"], aot["graphs"], user_base)
+    runtime = report["runtime"]
+    forward = [e["metadata"] for e in log.events("compilation_metrics") if isinstance(e["metadata"], dict)]
+    backward = [e["metadata"] for e in log.events("bwd_compilation_metrics") if isinstance(e["metadata"], dict)]
+    runtime["compile_seconds"] = compile_seconds(forward, backward)
+    runtime["compile_metrics"] = [metrics_summary(m) for m in forward]
+    runtime["compile_timeline"] = timeline([e for e in log.events("chromium_event") if e["payload"]])
 
-    dynamo = report["dynamo"]
+    hits = Counter(c["event"] for c in log.caches)
+    report["caches"] = {
+        "state": "from the log",
+        "events": log.caches,
+        "counts": dict(hits),
+        "note": "cache hits and misses the job's own run logged (Inductor FX graph cache, "
+        "AOTAutograd cache); a hit means the graphs below were not recompiled",
+    }
+    for section, fields in NOT_IN_LOG.items():
+        report[section]["not_in_log"] = [f for f in fields if _empty(report[section].get(f))]
+    report["stages"] = []
+    report["trace_import"] = {
+        "file": log.stats.as_dict(),
+        "rank": log.log.rank,
+        "user_file": user_file,
+        "event_counts": dict(sorted(log.counts.items(), key=lambda kv: -kv[1])),
+        "unknown_events": list(log.unknown.values()),
+        "not_in_log_note": NOT_IN_TRACE_LOG,
+    }
+    report["summary"] = summarize(report)  # the counts every page reads, owned as in a pasted run's report
+    return report
+
+
+def _dynamo_section(log: RankLog, dynamo: dict, user_base: str, user_file: str | None) -> None:
+    """Dynamo's graphs, graph breaks, guards, recompiles and bytecode, read as the live engine reads its own."""
     dynamo["graphs"] = [_graph(e) for e in log.events("dynamo_output_graph") if e["payload"]]
     dynamo["graph_breaks"] = parse_graph_breaks(log.events("artifact:dynamo_graph_break_reason"), user_base)
     dynamo["guards"] = [
@@ -398,12 +433,11 @@ def build_report(log: RankLog, source_name: str) -> dict:
         "op_count": sum(sum(g["ops"].values()) for g in dynamo["graphs"]),
     }
 
-    aot = report["aot"]
-    aot["graphs"] = [_graph(e, kind) for e in log.trace if (kind := AOT_GRAPH_EVENTS.get(e["event"])) and e["payload"]]
-    aot["partitions"] = _partitions(aot["graphs"])
 
-    inductor = report["inductor"]
-    inference_ids = {g["compile_id"] for g in aot["graphs"] if g["kind"] == "inference"}
+def _inductor_section(log: RankLog, inductor: dict, aot_graphs: list[dict], user_base: str) -> None:
+    """Post-grad graphs, output code and its kernels (their bytes, post-grad nodes and the user's lines), each
+    post-grad node marked with its kernel, and the calls to library kernels."""
+    inference_ids = {g["compile_id"] for g in aot_graphs if g["kind"] == "inference"}
     inductor["post_grad_graphs"] = [_graph(e) for e in log.events("artifact:inductor_post_grad_graph") if e["payload"]]
     for graph in inductor["post_grad_graphs"]:
         graph["kind"] = _post_grad_kind(graph, inference_ids)
@@ -447,35 +481,6 @@ def build_report(log: RankLog, source_name: str) -> dict:
             kernel["source_lines"] = [lines[k] for k in sorted(lines)]
     inductor["library_calls"] = [call for output in outputs for call in library_calls(output)]
     inductor["metrics"] = {"kernel_count": len(inductor["kernels"])}
-
-    runtime = report["runtime"]
-    forward = [e["metadata"] for e in log.events("compilation_metrics") if isinstance(e["metadata"], dict)]
-    backward = [e["metadata"] for e in log.events("bwd_compilation_metrics") if isinstance(e["metadata"], dict)]
-    runtime["compile_seconds"] = compile_seconds(forward, backward)
-    runtime["compile_metrics"] = [metrics_summary(m) for m in forward]
-    runtime["compile_timeline"] = timeline([e for e in log.events("chromium_event") if e["payload"]])
-
-    hits = Counter(c["event"] for c in log.caches)
-    report["caches"] = {
-        "state": "from the log",
-        "events": log.caches,
-        "counts": dict(hits),
-        "note": "cache hits and misses the job's own run logged (Inductor FX graph cache, "
-        "AOTAutograd cache); a hit means the graphs below were not recompiled",
-    }
-    for section, fields in NOT_IN_LOG.items():
-        report[section]["not_in_log"] = [f for f in fields if _empty(report[section].get(f))]
-    report["stages"] = []
-    report["trace_import"] = {
-        "file": log.stats.as_dict(),
-        "rank": log.log.rank,
-        "user_file": user_file,
-        "event_counts": dict(sorted(log.counts.items(), key=lambda kv: -kv[1])),
-        "unknown_events": list(log.unknown.values()),
-        "not_in_log_note": NOT_IN_TRACE_LOG,
-    }
-    report["summary"] = summarize(report)  # the counts every page reads, owned as in a pasted run's report
-    return report
 
 
 def _empty(value) -> bool:
