@@ -264,40 +264,7 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a report; the parent classifies crashes
         if os.getpid() != job_pid:  # a copy the user's code forked (a fork bomb): only the job itself reports
             os._exit(1)
-        from engine.sandbox import limit_failure
-
-        limit = limit_failure(getattr(exc, "original", None) or exc, job.request)
-        from_user = getattr(exc, "kind", None) is not None and hasattr(exc, "traceback_text")
-        if limit:
-            job.report = failed_report(
-                job.request,
-                job.stage,
-                *limit,
-                file=getattr(exc, "file", None),
-                line=getattr(exc, "line", None),
-                traceback_text=getattr(exc, "traceback_text", "") or traceback.format_exc()[-8000:],
-                partial=job.report,
-            )
-        elif from_user:
-            job.report = failed_report(
-                job.request,
-                job.stage,
-                exc.kind,
-                exc.message,
-                file=exc.file,
-                line=exc.line,
-                traceback_text=exc.traceback_text,
-                partial=job.report,
-            )
-        else:
-            job.report = failed_report(
-                job.request,
-                job.stage,
-                "internal_error",
-                f"{type(exc).__name__}: {exc}",
-                traceback_text=traceback.format_exc()[-8000:],
-                partial=job.report,
-            )
+        job.report = _failure_report(job, exc)
         # Kind and message also by event: the parent still knows them if the report cannot be written (a full
         # job folder).
         job.emit(
@@ -313,6 +280,42 @@ def main(argv: list[str]) -> int:
         os._exit(0)
     job.save()
     return 0
+
+
+def _failure_report(job: Job, exc: BaseException) -> dict:
+    """The report of a job that raised: a limit it reached, the user's error (at the user's line), or ours."""
+    from engine.sandbox import limit_failure
+
+    limit = limit_failure(getattr(exc, "original", None) or exc, job.request)
+    if limit:
+        return failed_report(
+            job.request,
+            job.stage,
+            *limit,
+            file=getattr(exc, "file", None),
+            line=getattr(exc, "line", None),
+            traceback_text=getattr(exc, "traceback_text", "") or traceback.format_exc()[-8000:],
+            partial=job.report,
+        )
+    if getattr(exc, "kind", None) is not None and hasattr(exc, "traceback_text"):  # the user's (UserCodeError)
+        return failed_report(
+            job.request,
+            job.stage,
+            exc.kind,
+            exc.message,
+            file=exc.file,
+            line=exc.line,
+            traceback_text=exc.traceback_text,
+            partial=job.report,
+        )
+    return failed_report(
+        job.request,
+        job.stage,
+        "internal_error",
+        f"{type(exc).__name__}: {exc}",
+        traceback_text=traceback.format_exc()[-8000:],
+        partial=job.report,
+    )
 
 
 if __name__ == "__main__":
