@@ -21,29 +21,9 @@ def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tup
     errors: dict[str, str] = {}
     code = data.get("code")
     code = code if isinstance(code, str) else ""
-    if not code.strip():
-        errors["code"] = "Paste or upload a Python file that defines `model` and `example_inputs`."
-    elif not _is_unicode_text(code):
-        errors["code"] = (
-            "The code is not valid Unicode text: it contains a lone surrogate (half of a UTF-16 "
-            "pair, such as \\ud800), which no Python file can hold."
-        )
-    elif len(code.encode("utf-8")) > max_code_bytes:
-        errors["code"] = f"The code is larger than {max_code_bytes // 1024} KiB, the limit for a model."
-    elif "\0" in code:
-        errors["code"] = (
-            "The code contains NUL bytes: send Python source text (checkpoints and pickles are never loaded)."
-        )
-    elif (syntax := syntax_error(code, os.path.basename(str(data.get("filename") or "model.py")))) is not None:
-        errors["code"] = syntax["text"]
-    elif missing := never_defined(code):
-        errors["code"] = (
-            f"The file never defines {' or '.join(f'`{name}`' for name in missing)}: add "
-            + "; ".join(REQUIRED_NAMES[name] for name in missing)
-            + ". Nothing was run or queued."
-        )
-
     filename = os.path.basename(str(data.get("filename") or "model.py"))
+    if (code_error := _code_error(code, filename, max_code_bytes)) is not None:
+        errors["code"] = code_error
     if not _is_unicode_text(filename) or "\0" in filename:
         errors["filename"] = "The file name is not valid text (a lone surrogate or a NUL character)."
     elif not filename.endswith(".py") or len(filename) > 100:
@@ -78,6 +58,31 @@ def validate(data: dict, *, max_code_bytes: int, online_queues: set[str]) -> tup
     if errors:
         return None, errors
     return Submission(code=code, filename=filename, device=device, train=train, configs=configs, fresh=fresh), {}
+
+
+def _code_error(code: str, filename: str, max_code_bytes: int) -> str | None:
+    """Why the code cannot be run, in words (None if it can be queued): empty, not text, too large, not Python,
+    or missing a name the engine needs."""
+    if not code.strip():
+        return "Paste or upload a Python file that defines `model` and `example_inputs`."
+    if not _is_unicode_text(code):
+        return (
+            "The code is not valid Unicode text: it contains a lone surrogate (half of a UTF-16 "
+            "pair, such as \\ud800), which no Python file can hold."
+        )
+    if len(code.encode("utf-8")) > max_code_bytes:
+        return f"The code is larger than {max_code_bytes // 1024} KiB, the limit for a model."
+    if "\0" in code:
+        return "The code contains NUL bytes: send Python source text (checkpoints and pickles are never loaded)."
+    if (syntax := syntax_error(code, filename)) is not None:
+        return syntax["text"]
+    if missing := never_defined(code):
+        return (
+            f"The file never defines {' or '.join(f'`{name}`' for name in missing)}: add "
+            + "; ".join(REQUIRED_NAMES[name] for name in missing)
+            + ". Nothing was run or queued."
+        )
+    return None
 
 
 def _is_unicode_text(text: str) -> bool:
