@@ -70,23 +70,7 @@ def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> 
     if prestarted:  # the maintenance then judges that folder by this run (beside it: out of the job's reach)
         mark_prestarted_folder(settings, prestarted.job_dir, run.slug)
     with sessions() as session:
-
-        def record(event: dict) -> None:
-            try:
-                runstore.record_event(session, run_id, event)
-                # The tabs of a finished stage are readable before the job ends: store what the child has so far.
-                if (
-                    event.get("event") == "stage"
-                    and event.get("state") == "finished"
-                    and event.get("stage") in runstore.SECTIONS_READY_AFTER.values()
-                ):
-                    partial = read_partial_report(job_dir, request)
-                    if partial:
-                        runstore.store_partial_report(session, run_id, partial)
-            except Exception:
-                session.rollback()  # the job is killed (engine.job); the session must be usable to fail the run
-                raise
-
+        record = _progress_recorder(session, run_id, job_dir, request)
         early = EarlyReport(session, run_id, requested, timeline, settings)
         try:
             # scratch: the folder is removed (its tmpfs unmounted) before run_job returns, whatever happened
@@ -104,27 +88,54 @@ def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> 
             return
         finally:
             next_child.want(run.device)  # this job's child has exited: the next one's imports overlap the store
-        stored = time.time()
-        job = report.get("timeline") or {}
-        if job.get("origin_unix_s") is not None:  # the job's folder was removed after its timeline ended
-            timeline.add("cleanup", job["origin_unix_s"] + job["wall_s"], stored)
-        report["timeline"] = merged(job, requested, "request", timeline, report_stored_unix=early.stored_unix)
+        _store_final_report(session, sessions, run, report, requested, timeline, early, settings)
+
+
+def _progress_recorder(session, run_id: int, job_dir: str, request: JobRequest):
+    """The job's progress events into the run's record; at each finished stage whose tabs are then complete, the
+    report as the child has it so far, so those tabs are readable before the job ends."""
+
+    def record(event: dict) -> None:
         try:
-            if early.stored_unix is not None:
-                early.complete(report)
-            else:
-                runstore.store_report(session, run_id, report, limit_bytes=settings.report_limit_mb * 1024 * 1024)
-            # The store's own seconds are known only once it is done: the timeline section is written again.
-            store = Recorder("worker")
-            store.add("store", stored, time.time())
-            runstore.replace_section(
-                session, run_id, "timeline", merged(report["timeline"], requested, "request", store)
-            )
-            if early.stored_unix is not None:  # last: the pages stop saying "still measuring" (still_measuring)
-                runstore.set_engine_seconds(session, run_id, report)
+            runstore.record_event(session, run_id, event)
+            if (
+                event.get("event") == "stage"
+                and event.get("state") == "finished"
+                and event.get("stage") in runstore.SECTIONS_READY_AFTER.values()
+            ):
+                partial = read_partial_report(job_dir, request)
+                if partial:
+                    runstore.store_partial_report(session, run_id, partial)
         except Exception:
-            session.rollback()
-            _fail_internally(sessions, run_id, run.slug, "storing the report failed")
+            session.rollback()  # the job is killed (engine.job); the session must be usable to fail the run
+            raise
+
+    return record
+
+
+def _store_final_report(session, sessions, run: Run, report: dict, requested: float, timeline, early, settings):
+    """The finished report stored (completing the early one where it was stored), its timeline with the worker's
+    phases, the store's own seconds last."""
+    run_id = run.id
+    stored = time.time()
+    job = report.get("timeline") or {}
+    if job.get("origin_unix_s") is not None:  # the job's folder was removed after its timeline ended
+        timeline.add("cleanup", job["origin_unix_s"] + job["wall_s"], stored)
+    report["timeline"] = merged(job, requested, "request", timeline, report_stored_unix=early.stored_unix)
+    try:
+        if early.stored_unix is not None:
+            early.complete(report)
+        else:
+            runstore.store_report(session, run_id, report, limit_bytes=settings.report_limit_mb * 1024 * 1024)
+        # The store's own seconds are known only once it is done: the timeline section is written again.
+        store = Recorder("worker")
+        store.add("store", stored, time.time())
+        runstore.replace_section(session, run_id, "timeline", merged(report["timeline"], requested, "request", store))
+        if early.stored_unix is not None:  # last: the pages stop saying "still measuring" (still_measuring)
+            runstore.set_engine_seconds(session, run_id, report)
+    except Exception:
+        session.rollback()
+        _fail_internally(sessions, run_id, run.slug, "storing the report failed")
 
 
 class EarlyReport:
