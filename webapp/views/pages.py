@@ -164,22 +164,8 @@ def report(slug: str, tab: str):
     stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
     shared = tabs.section_models(runstore.load_sections(session, run, ["summary", "stages"])) if stored else {}
     facts = overview.page_facts(run, stages, error, shared, stored)
-    if stored and tab == "overview":  # the story reads every section; graphs without their nodes
-        sections = runstore.load_sections(session, run, exclude=["source"], outlines=True)
-    elif tab in facts.ready:  # graphs without their nodes: each viewer fetches its own
-        sections = runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
-    else:
-        sections = {}
+    sections = _tab_sections(session, run, tab, facts.ready, stored)
     models = tabs.section_models(sections)
-    trace_import = (
-        runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
-        if finished and run.kind == IMPORT
-        else None
-    )
-    if trace_import:  # a further rank's report lists only the first rank and itself
-        trace_import = tabs.section_models({"trace_import": runstore.import_ranks(session, run, trace_import)})[
-            "trace_import"
-        ]
     stage_sections = sections.get(tab, {}) if tab in STAGE_TABS else {}
     other_fields = {key: value for key, value in stage_sections.items() if key not in DRAWN_FIELDS.get(tab, ())}
     tale = (
@@ -222,9 +208,28 @@ def report(slug: str, tab: str):
         train_choice={value: key for key, value in TRAIN_CHOICES.items()}[run.train],
         device_name=(run.environment or {}).get("device_name"),
         worker_online=bool(runstore.online_queues(session, context.settings())),
-        trace_import=trace_import,
+        trace_import=_import_ranks(session, run) if finished and run.kind == IMPORT else None,
         parent=session.get(Run, run.parent_id) if run.parent_id else None,
     )
+
+
+def _tab_sections(session, run: Run, tab: str, ready: set, stored: bool) -> dict:
+    """The report sections the tab draws, graphs without their nodes (each viewer fetches its own): every section
+    for the Overview's story, the tab's own and those it borrows for a stage tab that is ready, else none."""
+    if stored and tab == "overview":
+        return runstore.load_sections(session, run, exclude=["source"], outlines=True)
+    if tab in ready:
+        return runstore.load_sections(session, run, [tab, *EXTRA_SECTIONS.get(tab, [])], outlines=True)
+    return {}
+
+
+def _import_ranks(session, run: Run):
+    """An imported log's trace_import section with every rank (a further rank's report lists only the first rank
+    and itself)."""
+    trace_import = runstore.load_sections(session, run, ["trace_import"]).get("trace_import")
+    if not trace_import:
+        return None
+    return tabs.section_models({"trace_import": runstore.import_ranks(session, run, trace_import)})["trace_import"]
 
 
 # The long parts of a tab drawn only when opened (templates/report/parts.html): kind -> the tab that holds it.
