@@ -76,14 +76,7 @@ def export_html(slug: str):
         )
         for tab in STAGE_TABS
     }
-    full = runstore.load_sections(session, run, ["dynamo", "aot", "inductor"])
-    # Every line's piece, inline (report-ui.js reads it where the page would fetch one line's).
-    pieces = {str(line): entry for line, entry in provenance.by_line(full, run.filename).items()}
-    provenance_json = Markup(json.dumps(pieces).replace("</", "<\\/"))
-    has_chart = any('class="chart"' in html for html in tabs.values())
-    scripts = {"report": offline.script_file("report.js"), "bundle": offline.viewer_bundle()}
-    if has_chart:
-        scripts.update(plotly=offline.plotly_source(), charts=offline.script_file("charts.js"))
+    scripts = _scripts(charts=any('class="chart"' in html for html in tabs.values()))
     csp = offline.content_security_policy(list(scripts.values()))
     html = render_template(
         "export.html",
@@ -98,7 +91,7 @@ def export_html(slug: str):
         css=Markup(_read_css()),
         highlight_css=Markup(stylesheet()),
         csp=csp,
-        provenance_json=provenance_json,
+        provenance_json=_provenance_json(session, run),
         source_listing=listing(run.code, "L"),
         trace_import=trace_import,
         exported_at=progress.iso(utcnow()),
@@ -115,6 +108,23 @@ def export_html(slug: str):
             "Content-Disposition": f'attachment; filename="pt2scope-{run.filename.rsplit(".", 1)[0]}-{run.slug}.html"',
         },
     )
+
+
+def _scripts(charts: bool) -> dict[str, str]:
+    """The page's scripts, inlined: the report's and the graph viewer's; Plotly and the charts only where a tab
+    draws a chart."""
+    scripts = {"report": offline.script_file("report.js"), "bundle": offline.viewer_bundle()}
+    if charts:
+        scripts.update(plotly=offline.plotly_source(), charts=offline.script_file("charts.js"))
+    return scripts
+
+
+def _provenance_json(session, run) -> Markup:
+    """Every source line's piece of provenance, inline (report-ui.js reads it where the page would fetch one
+    line's), as JSON safe inside a script element."""
+    full = runstore.load_sections(session, run, ["dynamo", "aot", "inductor"])
+    pieces = {str(line): entry for line, entry in provenance.by_line(full, run.filename).items()}
+    return Markup(json.dumps(pieces).replace("</", "<\\/"))
 
 
 def _read_css() -> str:
