@@ -377,41 +377,36 @@ def _run(
         exited_unix = time.time()
     returncode = proc.returncode if pump.exit_code is None else pump.exit_code
 
-    request_dict = asdict(request)
     report_path = os.path.join(job_dir, "report.json")
+    report = _final_report(request, job_dir, report_path, pump, group, isolation, returncode, err)
+    return complete(report, report_path, exited_unix)
+
+
+def _final_report(
+    request: JobRequest,
+    job_dir: str,
+    report_path: str,
+    pump: _Pump,
+    group: JobGroup,
+    isolation: sandbox.Isolation,
+    returncode: int,
+    err,
+) -> dict:
+    """The job's report once its child has exited: the child's own, unless the job was stopped (a limit, the time)
+    or the child could not write one, in which case a failed report says why, with what the child had so far."""
+    request_dict = asdict(request)
     stage = pump.last_stage
     partial = _read_partial_report(report_path, request)
     try:
         report = _read_child_report(report_path, request)
     except ReportError as exc:
         report = failed_report(request_dict, stage, "invalid_report", f"report from the job is invalid: {exc}")
+    unwritten = report is None or report.get("status") not in ("ok", "failed")
     if pump.failure is not None:
         report = failed_report(request_dict, stage, *pump.failure, partial=partial)
-    elif pump.killed_for == "timeout":
-        file, line = _line_at_timeout(job_dir, request.filename)
-        where = f" at {file}:{line}" if line else ""
-        report = failed_report(
-            request_dict,
-            stage,
-            "timeout",
-            f"time limit of {request.time_limit_s:g} s reached during stage '{stage}'{where}; "
-            "the job was killed. Use smaller inputs or fewer configs.",
-            file=file if line else None,
-            line=line,
-            partial=partial,
-        )
-    elif pump.killed_for == "output_limit":
-        report = failed_report(
-            request_dict,
-            stage,
-            "output_limit",
-            f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': "
-            "the job's output and files grew past it, and the job was killed. Print less.",
-            partial=partial,
-        )
-    elif pump.killed_for == "memory" or group.counter("oom") > 0:  # the kernel killed a process of the job
-        report = failed_report(request_dict, stage, "memory", _memory_message(request, stage), partial=partial)
-    elif pump.failed_event and (report is None or report.get("status") not in ("ok", "failed")):
+    elif stopped := _stopped_report(request, job_dir, pump, group, stage, partial):
+        report = stopped
+    elif pump.failed_event and unwritten:
         # The child knew why it failed but could not write its report (its folder was full): its event says.
         report = failed_report(
             request_dict,
@@ -420,7 +415,7 @@ def _run(
             pump.failed_event.get("message", "") + " (the job could not write its report)",
             partial=partial,
         )
-    elif pump.space_full and (report is None or report.get("status") not in ("ok", "failed")):
+    elif pump.space_full and unwritten:
         report = failed_report(
             request_dict,
             stage,
@@ -430,7 +425,7 @@ def _run(
             "even write its report. Write less.",
             partial=partial,
         )
-    elif report is None or report.get("status") not in ("ok", "failed"):
+    elif unwritten:
         stderr_tail = _tail(err, 2000).decode("utf-8", "replace")
         report = failed_report(
             request_dict,
@@ -450,7 +445,40 @@ def _run(
                 f"address space per process ran out ({failure.get('message', '')[-200:]})"
             ),
         )
-    return complete(report, report_path, exited_unix)
+    return report
+
+
+def _stopped_report(
+    request: JobRequest, job_dir: str, pump: _Pump, group: JobGroup, stage: str, partial
+) -> dict | None:
+    """The failed report of a job the parent or the kernel stopped: its time limit, its output limit, or memory
+    (a process of the job killed by the kernel); None if it was not stopped."""
+    request_dict = asdict(request)
+    if pump.killed_for == "timeout":
+        file, line = _line_at_timeout(job_dir, request.filename)
+        where = f" at {file}:{line}" if line else ""
+        return failed_report(
+            request_dict,
+            stage,
+            "timeout",
+            f"time limit of {request.time_limit_s:g} s reached during stage '{stage}'{where}; "
+            "the job was killed. Use smaller inputs or fewer configs.",
+            file=file if line else None,
+            line=line,
+            partial=partial,
+        )
+    if pump.killed_for == "output_limit":
+        return failed_report(
+            request_dict,
+            stage,
+            "output_limit",
+            f"output limit of {request.output_limit_mb} MiB reached during stage '{stage}': "
+            "the job's output and files grew past it, and the job was killed. Print less.",
+            partial=partial,
+        )
+    if pump.killed_for == "memory" or group.counter("oom") > 0:  # the kernel killed a process of the job
+        return failed_report(request_dict, stage, "memory", _memory_message(request, stage), partial=partial)
+    return None
 
 
 def _write_job(job_dir: str, request: JobRequest) -> None:
