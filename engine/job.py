@@ -315,22 +315,13 @@ def _run(
     on_report,
     prestarted: PrestartedChild | None = None,
 ) -> dict:
-    handed_unix = None
     if prestarted is None:
         sandbox.prepare_job_dir(job_dir, isolation, uid)
         _write_job(job_dir, request)
-        started = time.monotonic()
-        try:
-            child = _spawn(request, job_dir, isolation, uid, group, cleanup)
-        except OSError as exc:
-            return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
-    else:
-        child = prestarted.child
-        try:
-            handed_unix = prestarted.hand_over(request)
-        except OSError as exc:  # it died between the fit check and the go
-            return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
-        started = time.monotonic()  # the time limit counts from the go
+    try:
+        child, started, handed_unix = _start_child(request, job_dir, isolation, uid, group, cleanup, prestarted)
+    except OSError as exc:  # a prestarted child may have died between the fit check and the go
+        return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
     proc, read_fd, status_read, out, err = child.proc, child.read_fd, child.status_read, child.out, child.err
 
     def complete(report: dict, report_path: str, exited_unix: float | None) -> dict:
@@ -360,6 +351,33 @@ def _run(
 
     pump = _Pump(proc, read_fd, status_read, request, job_dir, started, on_event, group, watch_space=not job_space)
     pump.on_early_report = hand_over_early_report if on_report else None
+    returncode, exited_unix = _pump_until_exit(pump, proc, group)
+    report_path = os.path.join(job_dir, "report.json")
+    report = _final_report(request, job_dir, report_path, pump, group, isolation, returncode, err)
+    return complete(report, report_path, exited_unix)
+
+
+def _start_child(
+    request: JobRequest,
+    job_dir: str,
+    isolation: sandbox.Isolation,
+    uid: int | None,
+    group: JobGroup,
+    cleanup: ExitStack,
+    prestarted: PrestartedChild | None,
+) -> tuple[_Child, float, float | None]:
+    """The job's child (a new one, or the prestarted one handed the job), the monotonic time its time limit counts
+    from, and the Unix time of the hand-over (None for a new child). OSError where it could not start."""
+    if prestarted is None:
+        started = time.monotonic()
+        return _spawn(request, job_dir, isolation, uid, group, cleanup), started, None
+    handed_unix = prestarted.hand_over(request)
+    return prestarted.child, time.monotonic(), handed_unix  # the time limit counts from the go
+
+
+def _pump_until_exit(pump: _Pump, proc: subprocess.Popen, group: JobGroup) -> tuple[int, float]:
+    """Read the child's events until it ends or is stopped, then end every process of the job: (its exit status,
+    the Unix time it was gone)."""
     try:
         pump.run()
         pump._note_full_space()
@@ -375,11 +393,7 @@ def _run(
         group.kill_all()
         proc.wait()
         exited_unix = time.time()
-    returncode = proc.returncode if pump.exit_code is None else pump.exit_code
-
-    report_path = os.path.join(job_dir, "report.json")
-    report = _final_report(request, job_dir, report_path, pump, group, isolation, returncode, err)
-    return complete(report, report_path, exited_unix)
+    return (proc.returncode if pump.exit_code is None else pump.exit_code), exited_unix
 
 
 def _final_report(
@@ -433,10 +447,14 @@ def _final_report(
             *_describe_exit(returncode, request, isolation, stage, stderr_tail, group),
             partial=partial,
         )
-    failure = report.get("failure") or {}
+    _processes_or_memory(report.get("failure") or {}, request, group, stage)
+    return report
+
+
+def _processes_or_memory(failure: dict, request: JobRequest, group: JobGroup, stage: str) -> None:
+    """A failure the child called ``processes`` where the kernel refused no process at the limit is memory: the
+    address space a thread needs (each reserves a stack and a malloc arena) is what ran out. Rewritten in place."""
     if failure.get("kind") == "processes" and group.enforced and group.counter("pids_hit") == 0:
-        # The child saw a thread or fork fail, but the kernel refused none at the process limit: the address
-        # space it needed (each thread reserves a stack and a malloc arena) is what ran out.
         failure.update(
             kind="memory",
             message=(
@@ -445,7 +463,6 @@ def _final_report(
                 f"address space per process ran out ({failure.get('message', '')[-200:]})"
             ),
         )
-    return report
 
 
 def _stopped_report(
@@ -571,7 +588,9 @@ def warm_up_kernel_cache(isolation: sandbox.Isolation, examples_dir: str, names,
 
     def compile_in(job_dir: str, label: str, _code: str) -> None:
         device, name, code = jobs[label]
-        request = JobRequest(code=code, filename=name, device=device, configs=["inductor_default"])
+        # The capture process's compile is what a user's job would find in the store; the measuring processes
+        # after it would compile nothing new and only delay the worker's first job.
+        request = JobRequest(code=code, filename=name, device=device, configs=["inductor_default"], warm_compile=False)
         report = run_job(request, job_dir, isolation=builder)
         if report["status"] != "ok":
             raise RuntimeError(f"the kernel-cache warm-up of {label} failed: {report['failure']['message']}")
