@@ -668,7 +668,28 @@ def _bwrap(
     seccomp_fd: int | None = None,
     status_fd: int | None = None,
 ) -> list[str]:
+    """bubblewrap's command line for one job: its namespaces and privileges, its environment, then its file
+    system (the system read-only, the job's folder writable, the trusted shared files read-only inside it)."""
     job_dir = os.path.realpath(job_dir)
+    made: set[str] = set()  # folders already created in the sandbox (each --dir once)
+
+    def parents(path):
+        out = []
+        for parent in _ancestors(path):
+            if parent not in made:
+                made.add(parent)
+                out += ["--perms", "0755", "--dir", parent]
+        return out
+
+    args = _bwrap_namespaces(uid, seccomp_fd, status_fd) + _bwrap_env(isolation, env)
+    args += _bwrap_system(device, parents)
+    made.add("/tmp")
+    args += _bwrap_job_files(isolation, job_dir, env, parents)
+    return args + ["--chdir", job_dir, "--"]
+
+
+def _bwrap_namespaces(uid: int | None, seccomp_fd: int | None, status_fd: int | None) -> list[str]:
+    """New namespaces for everything but the file system's mounts, no capabilities but those setpriv needs."""
     args = [
         shutil.which("bwrap") or "bwrap",
         "--die-with-parent",
@@ -691,28 +712,26 @@ def _bwrap(
         args += ["--unshare-user", "--disable-userns"]
     else:  # root: no user namespace (see the module docstring); setpriv drops to the job's uid
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
-    args += ["--clearenv"]
-    job_triton_cache = env.get("TRITON_CACHE_DIR")
-    trusted = {**env}
-    if job_triton_cache:
-        trusted["TRITON_CACHE_DIR"] = SANDBOX_TRITON_CACHE
+    return args
+
+
+def _bwrap_env(isolation: Isolation, env: dict) -> list[str]:
+    """Only ``env``, with the Triton cache at its fixed path inside and the trusted kernels named."""
+    args = ["--clearenv"]
+    inside = {**env}
+    if env.get("TRITON_CACHE_DIR"):
+        inside["TRITON_CACHE_DIR"] = SANDBOX_TRITON_CACHE
     sources = kernel_store_sources(isolation)
     if sources:  # which trusted kernels the job's cache folders hold (the report names them)
-        trusted["PT2SCOPE_TRUSTED_KERNELS"] = ",".join(sources)
-    for key, value in trusted.items():
+        inside["PT2SCOPE_TRUSTED_KERNELS"] = ",".join(sources)
+    for key, value in inside.items():
         args += ["--setenv", key, str(value)]
+    return args
 
-    made = set()
 
-    def parents(path):
-        out = []
-        for parent in _ancestors(path):
-            if parent not in made:
-                made.add(parent)
-                out += ["--perms", "0755", "--dir", parent]
-        return out
-
-    args += ["--ro-bind", "/usr", "/usr"]
+def _bwrap_system(device: str, parents) -> list[str]:
+    """The system read-only, fresh /proc, /dev and size-limited tmpfs /tmp and /dev/shm; a GPU's device files."""
+    args = ["--ro-bind", "/usr", "/usr"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
@@ -739,11 +758,17 @@ def _bwrap(
         "--tmpfs",
         "/tmp",
     ]
-    made.add("/tmp")
     if device == "cuda":  # the GPU's device files, and /sys where the driver looks up the devices
         for node in sorted(glob.glob("/dev/nvidia*")):
             args += ["--dev-bind", node, node]
         args += ["--ro-bind", "/sys", "/sys"]
+    return args
+
+
+def _bwrap_job_files(isolation: Isolation, job_dir: str, env: dict, parents) -> list[str]:
+    """The child's Python and packages and the compiler read-only, the job's folder writable, and the trusted
+    precompiled headers and kernels read-only inside it."""
+    args = []
     # The Python that runs the child, its virtual environment and the engine and contract packages: read-only.
     # Nothing else of the project (web app, instance folder with the database and broker, other jobs) exists there.
     python_dirs = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), *CHILD_PACKAGES}
@@ -760,6 +785,7 @@ def _bwrap(
     pch_dir = os.path.join(job_dir, "tmp", PCH_SUBDIR)
     for path in _shared_pch_files(isolation):
         args += ["--ro-bind", path, os.path.join(pch_dir, os.path.basename(path))]
+    job_triton_cache = env.get("TRITON_CACHE_DIR")
     if job_triton_cache:
         args += parents(SANDBOX_TRITON_CACHE) + ["--bind", job_triton_cache, SANDBOX_TRITON_CACHE]
     # Trusted kernel binaries, the same way: each file read-only into this job's own cache folder (its Triton
@@ -767,7 +793,7 @@ def _bwrap(
     targets = {"inductor": os.path.join(job_dir, KERNEL_STORE_ROOTS["inductor"]), "triton": SANDBOX_TRITON_CACHE}
     for path, root, relative in _kernel_store_files(isolation):
         args += ["--ro-bind", path, os.path.join(targets[root], relative)]
-    return args + ["--chdir", job_dir, "--"]
+    return args
 
 
 def _toolchain_dirs(env: dict) -> list[str]:

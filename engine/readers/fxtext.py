@@ -136,14 +136,42 @@ def parse_graph_code(code: str) -> list[dict]:
     if start is None:
         return []
     def_indent = len(_DEF.match(lines[start])["indent"])
-    nodes: list[dict] = []
-    known: set[str] = set()
-    index: dict[str, int] = {}  # name -> position in nodes
-    where: dict = {}
+    graph = _PrintedGraph()
+    signature, i = _signature(lines, start)
+    for part in _split_top(signature):
+        match = _PARAM.match(part.strip())
+        if match and match["name"] != "self":
+            graph.add(match["name"], "placeholder", match["name"], [], match["annotation"])
+    for raw in lines[i:]:
+        if raw.strip() and len(raw) - len(raw.lstrip()) <= def_indent:
+            break  # the end of forward: a nested class or method follows
+        if raw.strip():
+            graph.read(raw.strip())
+    return graph.nodes
 
-    def add(name, op, target, args, annotation):
+
+def _signature(lines: list[str], start: int) -> tuple[str, int]:
+    """forward's parameters, on one line ("def forward(self, a: "f32[2]cpu", b)") or one per line up to "):", and
+    the index of the body's first line."""
+    params, i = lines[start].split("forward(", 1)[1], start + 1
+    while not params.rstrip().endswith(":") and i < len(lines):
+        params += " " + lines[i].split("  #", 1)[0].strip()  # "primals_1: "f32[4]",  # PlainAOTInput(idx=0)"
+        i += 1
+    return params.rsplit(")", 1)[0], i
+
+
+class _PrintedGraph:
+    """The nodes read so far from forward's body, line by line, and the source frame its comments last named."""
+
+    def __init__(self):
+        self.nodes: list[dict] = []
+        self.known: set[str] = set()
+        self.index: dict[str, int] = {}  # name -> position in nodes
+        self.where: dict = {}
+
+    def add(self, name, op, target, args, annotation):
         shape, dtype = value_meta(annotation)
-        nodes.append(
+        self.nodes.append(
             {
                 "name": name,
                 "op": op,
@@ -151,86 +179,71 @@ def parse_graph_code(code: str) -> list[dict]:
                 "args": args,
                 "shape": shape,
                 "dtype": dtype,
-                "file": where.get("file"),
-                "line": where.get("line"),
-                "code": where.get("code"),
+                "file": self.where.get("file"),
+                "line": self.where.get("line"),
+                "code": self.where.get("code"),
                 "module_stack": [],
             }
         )
-        known.add(name)
-        index[name] = len(nodes) - 1
+        self.known.add(name)
+        self.index[name] = len(self.nodes) - 1
 
-    # The signature: one line ("def forward(self, a: "f32[2]cpu", b)") or one parameter per line up to "):".
-    params, i = lines[start].split("forward(", 1)[1], start + 1
-    while not params.rstrip().endswith(":") and i < len(lines):
-        params += " " + lines[i].split("  #", 1)[0].strip()  # "primals_1: "f32[4]",  # PlainAOTInput(idx=0)"
-        i += 1
-    signature = params.rsplit(")", 1)[0]
-    for part in _split_top(signature):
-        part = part.strip()
-        match = _PARAM.match(part)
-        if match and match["name"] != "self":
-            add(match["name"], "placeholder", match["name"], [], match["annotation"])
-    for raw in lines[i:]:
-        if raw.strip() and len(raw) - len(raw.lstrip()) <= def_indent:
-            break  # the end of forward: a nested class or method follows
-        line = raw.strip()
-        if not line:
-            continue
+    def read(self, line: str) -> None:
+        """One stripped, non-empty line of the body: a frame comment, the return, an input's declaration or an
+        assignment."""
         if line.startswith("#"):
             frame = _FILE.match(line)
             if frame:
-                where = {"file": frame["file"], "line": int(frame["line"]), "code": frame["code"].strip()}
+                self.where = {"file": frame["file"], "line": int(frame["line"]), "code": frame["code"].strip()}
             elif _NO_STACK.match(line):
-                where = {}
-            continue
+                self.where = {}
+            return
         if line.startswith("return "):
-            where = {}
-            add("output", "output", "output", _reads(line[len("return ") :], known), None)
-            continue
+            self.where = {}
+            self.add("output", "output", "output", _reads(line[len("return ") :], self.known), None)
+            return
         line = _strip_release(line)
         declared = _DECLARE.match(line)
         if declared:  # "primals_1: "f32[4]cpu"  # PlainAOTInput(idx=0)": an input of a joint graph
-            if declared["name"] not in known:
-                add(declared["name"], "placeholder", declared["name"], [], declared["annotation"])
-            continue
+            if declared["name"] not in self.known:
+                self.add(declared["name"], "placeholder", declared["name"], [], declared["annotation"])
+            return
         assign = _ASSIGN.match(line)
         if not assign or "," in assign["name"]:
-            continue  # "a, b, = fx_pytree.tree_flatten_spec(...)": unpacking the joint graph's inputs
+            return  # "a, b, = fx_pytree.tree_flatten_spec(...)": unpacking the joint graph's inputs
         name, rhs = assign["name"], assign["rhs"].strip()
-        if name in known and rhs in known:
-            continue
-        call, item, binary, unary = _CALL.match(rhs), _ITEM.match(rhs), _BINARY.match(rhs), _UNARY.match(rhs)
-        if call and "." in call["callee"] and call["callee"].split(".", 1)[0] in known:
-            op, target = "call_method", call["callee"].split(".", 1)[1]  # x.sin() -> method "sin" on x
-            args = _reads(rhs, known)
-        elif call:
-            op, target = _target(call["callee"])
-            args = _reads(call["args"], known)
-        elif item and item["base"] in known:
-            op, target, args = "call_function", "_operator.getitem", [item["base"]]
-        elif binary:
-            op, target = "call_function", "_operator." + _OPERATORS[binary["op"]]
-            args = _reads(rhs, known)
-        elif unary:
-            op, target, args = "call_function", "_operator." + _UNARY_OPERATORS[unary["op"]], [unary["a"]]
-        elif rhs in known and nodes[index[rhs]]["op"] == "placeholder":
+        if name in self.known and rhs in self.known:
+            return
+        if rhs in self.known and self.nodes[self.index[rhs]]["op"] == "placeholder":
             # "l_x_ = L_x_": the printed signature spells Dynamo's inputs by their source; the graph's placeholder
             # is named l_x_ (its target stays L_x_), as the live graph has it.
-            position = index.pop(rhs)
-            known.discard(rhs)
-            nodes[position]["name"] = name
-            index[name] = position
-            known.add(name)
-            continue
-        elif rhs in known:
-            op, target, args = "call_function", "alias", [rhs]
-        elif rhs.startswith("self."):
-            op, target, args = "get_attr", rhs.removeprefix("self."), []
-        else:
-            op, target, args = "call_function", rhs[:80], _reads(rhs, known)
-        add(name, op, target, args, assign["annotation"])
-    return nodes
+            position = self.index.pop(rhs)
+            self.known.discard(rhs)
+            self.nodes[position]["name"] = name
+            self.index[name] = position
+            self.known.add(name)
+            return
+        self.add(name, *self._call(rhs), assign["annotation"])
+
+    def _call(self, rhs: str) -> tuple[str, str, list[str]]:
+        """(op, target, args) of an assignment's right-hand side."""
+        known = self.known
+        call, item, binary, unary = _CALL.match(rhs), _ITEM.match(rhs), _BINARY.match(rhs), _UNARY.match(rhs)
+        if call and "." in call["callee"] and call["callee"].split(".", 1)[0] in known:
+            return "call_method", call["callee"].split(".", 1)[1], _reads(rhs, known)  # x.sin(): "sin" on x
+        if call:
+            return (*_target(call["callee"]), _reads(call["args"], known))
+        if item and item["base"] in known:
+            return "call_function", "_operator.getitem", [item["base"]]
+        if binary:
+            return "call_function", "_operator." + _OPERATORS[binary["op"]], _reads(rhs, known)
+        if unary:
+            return "call_function", "_operator." + _UNARY_OPERATORS[unary["op"]], [unary["a"]]
+        if rhs in known:
+            return "call_function", "alias", [rhs]
+        if rhs.startswith("self."):
+            return "get_attr", rhs.removeprefix("self."), []
+        return "call_function", rhs[:80], _reads(rhs, known)
 
 
 def _reads(text: str, known: set[str]) -> list[str]:

@@ -26,19 +26,19 @@ class CaptureStage(Stage):
 
     def run(self, job) -> None:
         state = job.state
-        ctx, tap, workload = state.ctx, state.ctx.tap, state.workload
+        ctx = state.ctx
         target = state.target = capture_config(job.request["configs"])
         dynamo, aot = DynamoCollector(ctx), AotCollector(ctx)
         inductor = InductorCollector(ctx, aot)
         collectors = [dynamo, aot, inductor] if target.backend == "inductor" else [dynamo, aot]
         with ctx.guard("logs.tap"):
-            tap.install()
-        for missing in tap.missing:
+            ctx.tap.install()
+        for missing in ctx.tap.missing:
             ctx.mark_unavailable(f"logs.{missing}", "TORCH_LOGS artifact not known to this torch")
         for collector in collectors:
             collector.install()
 
-        stages_seen = {"dynamo"}  # job.begin("dynamo") below announces it
+        stages_seen = {"dynamo"}  # job.begin("dynamo") in _first_call announces it
 
         def stage_started(stage):
             if stage not in stages_seen:
@@ -56,25 +56,7 @@ class CaptureStage(Stage):
                 return aot.recording_aot_eager(gm, example_inputs)
             return inductor.compile(gm, example_inputs, target.mode, on_inductor=lambda: stage_started("inductor"))
 
-        torch._dynamo.reset()
-        ctx.recording = True
-        inst = workload.fresh()
-        compiled = torch.compile(inst.model, backend=capture_backend)
-        cudagraph_steps = target.mode == "reduce-overhead" and ctx.device == "cuda"
-        # The recorded rung's CUDA-graph status includes what its compile said (skip reasons are logged then).
-        watch = state.watches.setdefault(target.name, CudagraphWatch(ctx))
-        t0 = job.begin("dynamo", config=target.name)
-        try:
-            with watch:
-                # Numbered calls: each recompile names the input set (example_inputs[i]) that triggered it.
-                capture_ms, outs, grads = workload.compared_step(
-                    dynamo.numbered_calls(compiled, inst.inputs), inst, cudagraph_steps=cudagraph_steps
-                )
-        except Exception as exc:
-            raise compile_failure(exc, ctx.user_file, job.stage if job.stage != "eager" else "dynamo") from None
-        finally:
-            ctx.recording = False
-        state.recorded = (inst, compiled, capture_ms, outs, grads)
+        t0, capture_ms = _first_call(job, capture_backend, dynamo)
         RuntimeCollector(ctx).collect(job.report)
         seconds = job.report["runtime"]["compile_seconds"]
         durations = {
@@ -96,6 +78,32 @@ class CaptureStage(Stage):
 
         # Our own objects must not cost the user's timings: stop the trace (torch then skips building its payloads)
         # and move everything allocated so far out of the garbage collector's reach (no gen-2 pauses in the loop).
-        tap.uninstall_trace()
+        ctx.tap.uninstall_trace()
         gc.collect()
         gc.freeze()
+
+
+def _first_call(job, capture_backend, dynamo: DynamoCollector) -> tuple[float, float]:
+    """Compile a fresh copy of the model with the recording backend and run its first (compared) step; keep it as
+    state.recorded. Returns (when the dynamo stage began, the first call's ms)."""
+    state = job.state
+    ctx, workload, target = state.ctx, state.workload, state.target
+    torch._dynamo.reset()
+    ctx.recording = True
+    inst = workload.fresh()
+    compiled = torch.compile(inst.model, backend=capture_backend)
+    cudagraph_steps = target.mode == "reduce-overhead" and ctx.device == "cuda"
+    # The recorded rung's CUDA-graph status includes what its compile said (skip reasons are logged then).
+    watch = state.watches.setdefault(target.name, CudagraphWatch(ctx))
+    t0 = job.begin("dynamo", config=target.name)
+    try:
+        with watch:
+            # Numbered calls: each recompile names the input set (example_inputs[i]) that triggered it.
+            numbered = dynamo.numbered_calls(compiled, inst.inputs)
+            capture_ms, outs, grads = workload.compared_step(numbered, inst, cudagraph_steps=cudagraph_steps)
+    except Exception as exc:
+        raise compile_failure(exc, ctx.user_file, job.stage if job.stage != "eager" else "dynamo") from None
+    finally:
+        ctx.recording = False
+    state.recorded = (inst, compiled, capture_ms, outs, grads)
+    return t0, capture_ms

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -66,14 +67,9 @@ def export_html(slug: str):
         if run.kind == IMPORT
         else None
     )
+    graph_text = functools.partial(runstore.graph_json_text, session, run)
     tabs = {
-        tab: Markup(
-            offline.inline_links(
-                _tab_html(run, tab, sections, models, facts, renderer),
-                run.slug,
-                lambda graph_id: runstore.graph_json_text(session, run, graph_id),
-            )
-        )
+        tab: Markup(offline.inline_links(_tab_html(run, tab, sections, models, facts, renderer), run.slug, graph_text))
         for tab in STAGE_TABS
     }
     scripts = _scripts(charts=any('class="chart"' in html for html in tabs.values()))
@@ -99,7 +95,7 @@ def export_html(slug: str):
         worker=Markup(offline.worker_source()),
         worker_element=offline.WORKER_ELEMENT,
     )
-    html = offline.inline_links(html, run.slug, lambda graph_id: runstore.graph_json_text(session, run, graph_id))
+    html = offline.inline_links(html, run.slug, graph_text)
     return Response(
         html,
         mimetype="text/html",

@@ -148,6 +148,20 @@ def example_source(name: str):
     return Response(code, mimetype="text/x-python")
 
 
+def _progress_context(session, run) -> dict:
+    """What the page says of a run's progress: its steps and the current one, the time left, whether it is still
+    measuring after its report, its place in the queue and its messages."""
+    steps = progress.progress_steps(run)
+    return {
+        "steps": steps,
+        "current": progress.current_step(steps),
+        "time_left": runstore.time_left(session, run, steps),
+        "still_measuring": progress.still_measuring(run, steps, context.settings()),
+        "queue": runstore.queue_estimate(session, context.settings(), run),
+        "messages": progress.messages(run),
+    }
+
+
 @bp.get("/r/<slug>", defaults={"tab": "overview"})
 @bp.get("/r/<slug>/<tab>")
 def report(slug: str, tab: str):
@@ -159,7 +173,6 @@ def report(slug: str, tab: str):
         runstore.reap_stale_runs(session, context.settings(), run_id=run.id)
     finished = run.status in FINISHED_STATUSES
     stages = progress.stage_progress(run)
-    steps = progress.progress_steps(run)
     error = runstore.error_of(run)
     stored = runstore.has_report(session, run)  # also while running: the worker stores sections as they finish
     shared = tabs.section_models(runstore.load_sections(session, run, ["summary", "stages"])) if stored else {}
@@ -179,13 +192,8 @@ def report(slug: str, tab: str):
         tab=tab,
         tabs=TABS,
         finished=finished,
-        steps=steps,
-        current=progress.current_step(steps),
-        time_left=runstore.time_left(session, run, steps),
-        still_measuring=progress.still_measuring(run, steps, context.settings()),
-        queue=runstore.queue_estimate(session, context.settings(), run),
+        **_progress_context(session, run),
         error=error,
-        messages=progress.messages(run),
         sections=sections,
         models=models,
         stage=models.get(tab),

@@ -15,6 +15,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """The whole first schema, one table after another (long, as a schema is: a migration is read top to bottom)."""
     op.create_table(
         "runs",
         sa.Column("id", sa.Integer(), nullable=False),
