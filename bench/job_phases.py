@@ -191,7 +191,7 @@ def _one_job(base: str, code: str, configs: list[str], device: str) -> dict:
         ),
         "shared_pch": report["isolation"]["shared_pch"],
         "prestarted": timeline.get("prestarted", False),
-        "bandwidth_measured_in_prestart": report["runtime"]["memory_bandwidth"].get("measured_ahead", False),
+        "bandwidth_measured_in_prestart": report["runtime"]["memory_bandwidth"].get("measured_in_prestart", False),
         "caches": report["caches"],
     }
 

@@ -34,9 +34,9 @@ from contract.vocab import (
 # v2: every key of every object is always present (null where nothing was recorded) and unknown keys are
 # rejected; v1 left keys out (e.g. grad_max_abs_error when not training). Readers of v1 reports get them upgraded
 # on read (upgrade()).
-SchemaVersion = Literal[3]  # the one place a new version is spelled (contract/README.md, "Adding a field")
+SchemaVersion = Literal[4]  # the one place a new version is spelled (contract/README.md, "Adding a field")
 SCHEMA_VERSION: SchemaVersion = get_args(SchemaVersion)[0]
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 VERSION_HISTORY = {
     1: "the first version: keys could be absent (an empty section was `{}`; `grad_*` errors only when training; "
     "early engines wrote no sandbox limits into `request`).",
@@ -49,6 +49,9 @@ VERSION_HISTORY = {
     3: "benchmarks[].speedup is decided across fresh measuring processes (`speedup.source`, `runtime.processes`, "
     "`benchmarks[].processes`), the capture process's own kept as `benchmarks[].capture_speedup`. A v2 report is "
     "upgraded on read: its speedups get `source: capture_process` (they were the job's own process's).",
+    4: "what a prestarted child did before its job is marked `prestart` (v3 called it `ahead`): a timeline "
+    "phase's `prestart`, `runtime.memory_bandwidth.measured_in_prestart`; one name for the idea everywhere. A v3 "
+    "report is upgraded on read: those two fields are renamed.",
 }
 
 Shape = list[int | str] | list[list[int | str]] | None
@@ -782,7 +785,7 @@ class MemoryBandwidth(Model):
     bytes_per_s: float | None = None
     method: str | None = None
     device: Device | None = None
-    measured_ahead: bool = False
+    measured_in_prestart: bool = False
     """measured by this job's own child, in its sandbox, before the job was handed over to it (a prestarted child,
     while the worker finished the job before; no user code had run in it): not on the job's critical path"""
 
@@ -1195,7 +1198,7 @@ class TimelinePhase(Model):
     of another side done meanwhile (the report stored while the child runs its warm compile)"""
     config: RungName | None = None
     """benchmark: the config"""
-    ahead: bool = False
+    prestart: bool = False
     """a phase of the prestart: before the job was handed to its prestarted child (sandbox, imports, memory
     bandwidth), off the job's critical path, and outside the top-level phases that cover the job's wall time"""
 
@@ -1216,7 +1219,7 @@ class Timeline(Model):
     (every figure but the warm compile's): what a user waits for"""
     prestarted: bool = False
     """the job's sandboxed child was prestarted (torch imported before the job was handed to it): a new one per
-    job, which served this job only (its phases before the hand-over are marked `ahead`)"""
+    job, which served this job only (its phases before the hand-over are marked `prestart`)"""
     phases: list[TimelinePhase] = []
 
 
@@ -1583,7 +1586,33 @@ def _upgrade_v2(report: dict) -> dict:
     return upgraded
 
 
-UPGRADES = {1: _upgrade_v1, 2: _upgrade_v2}  # from version N to N + 1
+def _upgrade_v3(report: dict) -> dict:
+    """v3 -> v4: a timeline phase's ``ahead`` is called ``prestart``, the memory bandwidth's ``measured_ahead``
+    ``measured_in_prestart``."""
+    upgraded = {**report, "schema_version": 4}
+    runtime = report.get("runtime")
+    bandwidth = runtime.get("memory_bandwidth") if isinstance(runtime, dict) else None
+    if isinstance(runtime, dict) and isinstance(bandwidth, dict) and "measured_ahead" in bandwidth:
+        renamed = {k: v for k, v in bandwidth.items() if k != "measured_ahead"}
+        upgraded["runtime"] = {
+            **runtime,
+            "memory_bandwidth": {**renamed, "measured_in_prestart": bandwidth["measured_ahead"]},
+        }
+    timeline = report.get("timeline")
+    if isinstance(timeline, dict) and isinstance(timeline.get("phases"), list):
+        upgraded["timeline"] = {
+            **timeline,
+            "phases": [
+                {**{k: v for k, v in p.items() if k != "ahead"}, "prestart": p["ahead"]}
+                if isinstance(p, dict) and "ahead" in p
+                else p
+                for p in timeline["phases"]
+            ],
+        }
+    return upgraded
+
+
+UPGRADES = {1: _upgrade_v1, 2: _upgrade_v2, 3: _upgrade_v3}  # from version N to N + 1
 
 
 def check_version(report) -> int:

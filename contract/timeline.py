@@ -36,20 +36,20 @@ class Recorder:
                 "end_s": end,
                 "depth": depth,
                 "config": config,
-                "ahead": False,  # the prestart's phases: mark_prestart
+                "prestart": False,  # the prestart's phases: mark_prestart
             }
         )
 
     def mark_prestart(self, until: float) -> None:
         """What was recorded before ``until`` (the job's hand-over to a prestarted child) was the prestart's, off the
-        job's critical path (the phases' field ``ahead``); a phase still going on then is split there, and its rest is
+        job's critical path (the phases' field ``prestart``); a phase still going on then is split there, and its rest is
         the job's (the job waited)."""
         phases = []
         for phase in self.phases:
             if phase["end_s"] <= until:
-                phases.append({**phase, "ahead": True})
+                phases.append({**phase, "prestart": True})
             elif phase["start_s"] < until:
-                phases += [{**phase, "end_s": until, "ahead": True}, {**phase, "start_s": until}]
+                phases += [{**phase, "end_s": until, "prestart": True}, {**phase, "start_s": until}]
             else:
                 phases.append(phase)
         self.phases = phases
@@ -73,7 +73,7 @@ def merged(
 ) -> dict:
     """The timeline of ``inner`` (a report's timeline from the side below, or None) re-based on ``origin_unix_s``,
     with the recorders' phases added, sorted, and the gaps between top-level phases named ``untracked``. Phases
-    marked ``ahead`` (before a prestarted child got its job) are kept but cover none of the wall time.
+    marked ``prestart`` (before a prestarted child got its job) are kept but cover none of the wall time.
     ``report_stored_unix``: when the report was first stored, before the warm compile (else inner's, re-based)."""
     phases, report_stored_s = [], None
     if report_stored_unix is not None:
@@ -92,7 +92,7 @@ def merged(
             {**p, "start_s": p["start_s"] - origin_unix_s, "end_s": p["end_s"] - origin_unix_s} for p in recorder.phases
         ]
     phases.sort(key=lambda p: (p["start_s"], p["depth"]))
-    top = [p for p in phases if p["depth"] == 0 and not p.get("ahead")]
+    top = [p for p in phases if p["depth"] == 0 and not p.get("prestart")]
     gaps, reached = [], 0.0
     for phase in top:
         if phase["start_s"] - reached > UNTRACKED_MIN_S:
@@ -104,7 +104,7 @@ def merged(
                     "end_s": phase["start_s"],
                     "depth": 0,
                     "config": None,
-                    "ahead": False,
+                    "prestart": False,
                 }
             )
         reached = max(reached, phase["end_s"])
@@ -129,7 +129,7 @@ def phase_seconds(timeline: dict) -> dict[str, float]:
     totals: dict[str, float] = {}
     for phase in timeline.get("phases") or []:
         if phase["depth"] == 0:
-            name = ("prestart:" if phase.get("ahead") else "") + phase["phase"]
+            name = ("prestart:" if phase.get("prestart") else "") + phase["phase"]
             name += f":{phase['config']}" if phase.get("config") else ""
             totals[name] = round(totals.get(name, 0.0) + phase["end_s"] - phase["start_s"], 4)
     return totals

@@ -204,7 +204,9 @@ def _record_compile_workers(job: Job) -> None:
 class Prestart:
     """What a prestarted child did before its job arrived, and what the go told it."""
 
-    timeline: Recorder  # its phases so far, those before the hand-over marked as the prestart's (the report's `ahead`)
+    timeline: (
+        Recorder  # its phases so far, those before the hand-over marked as the prestart's (the report's `prestart`)
+    )
     handed_over: float  # unix seconds: when this child turned to its job
     stack_dump_at: str  # unix seconds, as PT2SCOPE_STACK_DUMP_AT: counted from the hand-over
     memory_bandwidth: (
@@ -227,7 +229,7 @@ def wait_for_job(go_fd: int, device: str) -> Prestart | None:
         try:
             from engine.stages.runtime.profiling import memory_bandwidth
 
-            bandwidth = {**memory_bandwidth(device), "measured_ahead": True}
+            bandwidth = {**memory_bandwidth(device), "measured_in_prestart": True}
         except Exception:  # noqa: BLE001 - the ladder then measures it itself, as without a prestart
             bandwidth = None
     ready = time.time()

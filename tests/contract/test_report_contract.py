@@ -76,7 +76,7 @@ def test_v1_reports_are_upgraded_on_read():
     raw = fixture("seed")  # a v1 report: an early engine wrote no sandbox limits, and no isolation section
     assert raw["schema_version"] == 1 and "cpu_time_limit_s" not in raw["request"] and "isolation" not in raw
     report = checked_report(raw)
-    assert report["schema_version"] == SCHEMA_VERSION == 3
+    assert report["schema_version"] == SCHEMA_VERSION == 4
     assert (
         report["request"]["cpu_time_limit_s"] is None
         and report["request"]["time_limit_s"] == raw["request"]["time_limit_s"]
@@ -93,10 +93,32 @@ def test_v2_speedups_are_read_as_the_capture_process_own():
     raw = fixture("seed_large_contended_cpu")
     assert raw["schema_version"] == 2
     report = checked_report(raw)
-    assert report["schema_version"] == 3 and report["runtime"]["processes"]["status"] is None
+    assert report["schema_version"] == SCHEMA_VERSION and report["runtime"]["processes"]["status"] is None
     speedups = [b["speedup"] for b in report["runtime"]["benchmarks"] if b["speedup"] is not None]
     assert speedups and all(s["source"] == "capture_process" and s["processes"] == [] for s in speedups)
     assert all(b["processes"] is None and b["capture_speedup"] is None for b in report["runtime"]["benchmarks"])
+
+
+def test_v3_prestart_fields_are_renamed_on_read():
+    """v3 -> v4: what a prestarted child did before its job was called ``ahead``; v4 calls it ``prestart``."""
+    raw = fixture("seed_processes_cpu")
+    assert raw["schema_version"] == 3
+    raw["timeline"] = {
+        "prestarted": True,
+        "phases": [
+            {"phase": "import_torch", "side": "child", "start_s": 0.0, "end_s": 2.0, "ahead": True},
+            {"phase": "load_user_code", "side": "child", "start_s": 2.5, "end_s": 3.0, "ahead": False},
+        ],
+    }
+    raw["runtime"]["memory_bandwidth"]["measured_ahead"] = True
+    report = checked_report(raw)
+    assert report["schema_version"] == SCHEMA_VERSION == 4
+    assert [(p["phase"], p["prestart"]) for p in report["timeline"]["phases"]] == [
+        ("import_torch", True),
+        ("load_user_code", False),
+    ]
+    assert report["runtime"]["memory_bandwidth"]["measured_in_prestart"] is True
+    assert "ahead" not in json.dumps(report["timeline"]) and raw["timeline"]["phases"][0]["ahead"] is True
 
 
 def test_a_v2_report_may_not_leave_out_what_v1_could():
@@ -146,12 +168,12 @@ def test_a_malformed_report_is_rejected_naming_the_field(spoil, path, why):
     "version, message",
     [
         (
-            4,
-            "report schema_version 4 is not one this pt2scope reads (1, 2, 3): it was written by a newer pt2scope; "
+            5,
+            "report schema_version 5 is not one this pt2scope reads (1, 2, 3, 4): it was written by a newer pt2scope; "
             "upgrade this one to read it",
         ),
-        (0, "report schema_version 0 is not one this pt2scope reads (1, 2, 3)"),
-        ("2", "report schema_version '2' is not one this pt2scope reads (1, 2, 3)"),
+        (0, "report schema_version 0 is not one this pt2scope reads (1, 2, 3, 4)"),
+        ("2", "report schema_version '2' is not one this pt2scope reads (1, 2, 3, 4)"),
         (None, "the report has no schema_version: not a pt2scope report"),
     ],
 )
@@ -224,6 +246,6 @@ def test_the_json_schema_is_the_models():
 def test_reading_a_report_file_checks_and_upgrades_it(tmp_path):
     assert read_report(os.path.join(FIXTURES, "seed.json"))["schema_version"] == SCHEMA_VERSION
     newer = tmp_path / "report.json"
-    newer.write_text(json.dumps({**fixture("seed"), "schema_version": 4}))
+    newer.write_text(json.dumps({**fixture("seed"), "schema_version": SCHEMA_VERSION + 1}))
     with pytest.raises(ReportVersionError, match="written by a newer pt2scope"):
         read_report(str(newer))

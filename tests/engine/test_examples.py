@@ -33,7 +33,7 @@ def test_seed_yields_one_graph_no_breaks_and_one_fused_kernel(seed):
 
 def test_seed_report_has_the_documented_paths_and_is_json(seed):
     json.dumps(seed)
-    assert seed["schema_version"] == SCHEMA_VERSION == 3
+    assert seed["schema_version"] == SCHEMA_VERSION == 4
     assert seed["environment"]["torch_version"].startswith("2.")
     assert seed["environment"]["device"] == "cpu"
     graph = seed["dynamo"]["graphs"][0]

@@ -69,12 +69,12 @@ def test_a_prestarted_child_serves_one_job_and_is_then_gone(tmp_path):
     assert report["isolation"]["limits"]["cpu_time_limit_s"] == request.cpu_time_limit_s
     timeline = report["timeline"]
     assert timeline["prestarted"] is True
-    ahead = {p["phase"] for p in timeline["phases"] if p["ahead"]}
-    assert {"prepare", "sandbox_start", "import_torch", "ladder_setup", "wait_for_job"} <= ahead, ahead
-    top = [p for p in timeline["phases"] if p["depth"] == 0 and not p["ahead"]]
+    prestart = {p["phase"] for p in timeline["phases"] if p["prestart"]}
+    assert {"prepare", "sandbox_start", "import_torch", "ladder_setup", "wait_for_job"} <= prestart, prestart
+    top = [p for p in timeline["phases"] if p["depth"] == 0 and not p["prestart"]]
     assert [p["phase"] for p in top][:2] == ["prepare", "handover"]
     assert timeline["untracked_s"] <= 0.05 * timeline["wall_s"], top
-    assert report["runtime"]["memory_bandwidth"]["measured_ahead"] is True
+    assert report["runtime"]["memory_bandwidth"]["measured_in_prestart"] is True
     assert report["runtime"]["memory_bandwidth"]["bytes_per_s"] > 0
     # It served this job and is gone: no process, uid, cgroup or folder left, and no second job can use it.
     assert child.child.proc.poll() is not None and not child.fits(request, Isolation(), scratch=True)
@@ -83,7 +83,7 @@ def test_a_prestarted_child_serves_one_job_and_is_then_gone(tmp_path):
     again = run_job(request, str(tmp_path / "again"), isolation=Isolation(), scratch=True, prestarted=child)
     assert again["status"] == "ok" and again["timeline"]["prestarted"] is False
     assert probe(again)["cwd"] == str(tmp_path / "again") and probe(again)["uid"] != found["uid"]
-    assert again["runtime"]["memory_bandwidth"]["measured_ahead"] is False
+    assert again["runtime"]["memory_bandwidth"]["measured_in_prestart"] is False
 
 
 def test_a_child_for_another_launch_is_discarded_and_the_job_starts_its_own(tmp_path):

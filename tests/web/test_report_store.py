@@ -79,6 +79,6 @@ def test_a_report_of_an_unknown_version_is_refused_with_a_clear_message(client, 
     response = client.get(f"/api/runs/{run.slug}/report")
     assert response.status_code == 500
     assert response.get_data(as_text=True) == (
-        "this run's stored report cannot be read: report schema_version 7 is not one this pt2scope reads (1, 2, 3): it "
+        "this run's stored report cannot be read: report schema_version 7 is not one this pt2scope reads (1, 2, 3, 4): it "
         "was written by a newer pt2scope; upgrade this one to read it\n"
     )

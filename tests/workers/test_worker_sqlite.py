@@ -159,10 +159,10 @@ def test_the_timeline_covers_the_whole_job_from_the_request_to_the_stored_report
     assert timeline["origin"] == "request"
     # The worker prestarted this job's sandboxed child: its start-up is on the timeline, outside the wall time.
     assert timeline["prestarted"] is True
-    ahead = {p["phase"] for p in timeline["phases"] if p["ahead"]}
-    assert {"sandbox_start", "import_torch", "ladder_setup"} <= ahead, ahead
-    assert report["runtime"]["memory_bandwidth"]["measured_ahead"] is True
-    top = [p for p in timeline["phases"] if p["depth"] == 0 and not p["ahead"]]
+    prestart = {p["phase"] for p in timeline["phases"] if p["prestart"]}
+    assert {"sandbox_start", "import_torch", "ladder_setup"} <= prestart, prestart
+    assert report["runtime"]["memory_bandwidth"]["measured_in_prestart"] is True
+    top = [p for p in timeline["phases"] if p["depth"] == 0 and not p["prestart"]]
     names = [p["phase"] for p in top]
     for phase in (
         "queue_wait",
@@ -256,6 +256,6 @@ def test_with_prestart_off_each_job_starts_its_own_child(tmp_path):
         assert wait_for_run(client, run_id, worker=worker)["status"] == "succeeded"
     report = client.get(f"/api/runs/{run_id}/report").get_json()
     assert report["timeline"]["prestarted"] is False
-    assert not any(p["ahead"] for p in report["timeline"]["phases"])
-    assert report["runtime"]["memory_bandwidth"]["measured_ahead"] is False
+    assert not any(p["prestart"] for p in report["timeline"]["phases"])
+    assert report["runtime"]["memory_bandwidth"]["measured_in_prestart"] is False
     assert "sandbox_start" in {p["phase"] for p in report["timeline"]["phases"] if p["depth"] == 0}

@@ -469,7 +469,7 @@ def job_timeline_chart(timeline: Timeline) -> dict | None:
 
 def _phase_label(index: int, phase) -> str:
     config = f" ({phase.config})" if phase.config else ""
-    prestart = "prestart: " if phase.ahead else ""  # the prestarted child, before the job reached it
+    prestart = "prestart: " if phase.prestart else ""  # the prestarted child, before the job reached it
     return f"{'· ' * phase.depth}{prestart}{phase.phase}{config} #{index}"
 
 
