@@ -76,7 +76,7 @@ def main() -> int:
         median = statistics.median(p.get(name, 0.0) for p in phases)
         print(f"{name:<40} {median:>9.2f} {median / statistics.median(cli):>6.0%}")
     unnamed = statistics.median(
-        c - sum(v for k, v in p.items() if not k.startswith("ahead:")) for c, p in zip(cli, phases)
+        c - sum(v for k, v in p.items() if not k.startswith("prestart:")) for c, p in zip(cli, phases)
     )
     print(f"{'(wall not named by the timeline)':<40} {unnamed:>9.2f} {unnamed / statistics.median(cli):>6.0%}")
     return 0
