@@ -1,5 +1,5 @@
-"""The MLP of ../shared/notes/gpu-baseline.md: 1024 -> 4096 -> 1024 with GELU and LayerNorm, bf16, batch 64x128,
-forward + backward."""
+"""An MLP of 1024 -> 4096 -> 1024 with GELU and LayerNorm, bf16, batch 64x128, forward + backward: the team's first
+H200 baseline (29 November 2026: eager 0.86 ms a step; Inductor's step host-bound)."""
 import torch
 from torch import nn
 

@@ -12,8 +12,9 @@ from webapp.numbers import data_size, figure, rate
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share" in reports without the worker's own
-# measured bandwidth (runtime.memory_bandwidth, since issue 9, CPU too). H200: 4.27 TB/s, a device-to-device copy
-# measured on the project's H200 (shared/notes/gpu-baseline.md).
+# measured bandwidth (runtime.memory_bandwidth, since issue 9, CPU too). H200: 4.27 TB/s (bytes read + written), a
+# device-to-device copy timed with triton.testing.do_bench (median) on the project's H200, torch 2.11.0+cu130,
+# 29 November 2026.
 COPY_BANDWIDTH_CEILINGS = {"H200": 4.27e12}
 
 
