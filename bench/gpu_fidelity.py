@@ -1,9 +1,9 @@
 """GPU fidelity: pt2scope's reported numbers against independent measurements of the same steps on the same GPU.
 Run on the device machine (a CPU dry run checks the script here: --device cpu):
     python bench/gpu_fidelity.py OUT [fidelity|in_process|cudagraphs|loop] [--device cpu] [--cases a,b] [--configs ...]
-        [--loops N] [--in-process] [--jobs DIR]
+        [--loops N] [--processes N] [--in-process] [--jobs DIR]
 fidelity, per model: the engine's job (`python -m engine explore`, its own child process), then N (--loops, default
-2) fresh processes, one after the other, each running a user's loop of the same steps on the job's warm caches
+2) fresh processes, one after the other (the job's figures across --processes measuring processes, default 2), each running a user's loop of the same steps on the job's warm caches
 (`with torch.no_grad(): for _ in range(n): fn(x)`; training: grads to None, forward, `.float().sum().backward()`;
 reduce-overhead: `torch.compiler.cudagraph_mark_step_begin()` before each step): CUDA events around n back-to-back
 steps (n = the job's steps_per_round), one untimed step first, 11 rounds interleaved across configs, the process's
@@ -54,11 +54,11 @@ FRESH_PROCESSES = 2
 DEADLINE_S = 420  # no new model after this: the device call's 10 minutes must hold the rest (a model: about 2 min)
 
 
-def explore(case, path, jobs, device, configs):
+def explore(case, path, jobs, device, configs, processes=2):
     t0 = time.time()
     out = os.path.join(jobs, case)
     cmd = [sys.executable, "-m", "engine", "explore", os.path.join(ROOT, path), "--device", device]
-    cmd += ["--configs", ",".join(configs), "--out", out, "--quiet"]
+    cmd += ["--configs", ",".join(configs), "--out", out, "--quiet", "--processes", str(processes)]
     env = {**os.environ, "PT2SCOPE_ISOLATION": os.environ.get("PT2SCOPE_ISOLATION", "none")}
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     print(proc.stdout[-2500:], proc.stderr[-1500:], f"[{case}: {time.time() - t0:.1f}s]", flush=True)
@@ -237,11 +237,12 @@ def job_figures(report):
     return out, {"status": procs.get("status"), "reason": procs.get("reason"), "runs": runs}
 
 
-def fidelity_case(name, out_dir, jobs, device, configs, loops, everything, rows, with_in_process):
-    """One model: its job, then `loops` fresh processes that each run a user's loop of the same steps (on the job's
-    warm caches), one after the other; optionally the in-process references of the earlier bench."""
+def fidelity_case(name, out_dir, jobs, device, configs, loops, everything, rows, with_in_process, processes):
+    """One model: its job (its figures across `processes` measuring processes), then `loops` fresh processes that
+    each run a user's loop of the same steps (on the job's warm caches), one after the other; optionally the
+    in-process references of the earlier bench."""
     path = FIDELITY_CASES[name]
-    report, job_dir = explore(name, path, jobs, device, configs)
+    report, job_dir = explore(name, path, jobs, device, configs, processes)
     shutil.copy(os.path.join(job_dir, "report.json"), os.path.join(out_dir, f"{name}.json"))
     if report["status"] != "ok":
         print("FAILED", name, report["failure"])
@@ -304,7 +305,15 @@ def reading(r):
 
 
 def fidelity(
-    out_dir, jobs, device, case_names, configs, loops=FRESH_PROCESSES, with_in_process=False, deadline_s=DEADLINE_S
+    out_dir,
+    jobs,
+    device,
+    case_names,
+    configs,
+    loops=FRESH_PROCESSES,
+    with_in_process=False,
+    deadline_s=DEADLINE_S,
+    processes=FRESH_PROCESSES,
 ):
     everything, rows = {}, []
     started = time.time()
@@ -313,7 +322,7 @@ def fidelity(
             print(f"SKIPPED {name}: past the bench's {deadline_s} s", flush=True)
             continue
         try:
-            fidelity_case(name, out_dir, jobs, device, configs, loops, everything, rows, with_in_process)
+            fidelity_case(name, out_dir, jobs, device, configs, loops, everything, rows, with_in_process, processes)
         except Exception as exc:  # noqa: BLE001 - one model that fails keeps the others' figures
             print(f"FAILED {name}: {type(exc).__name__}: {exc}", flush=True)
         with open(os.path.join(out_dir, "fidelity.json"), "w") as f:
@@ -321,6 +330,15 @@ def fidelity(
         with open(os.path.join(out_dir, "table.txt"), "w") as f:  # so far: a run cut short keeps its table
             f.write(fidelity_table(everything, rows) + "\n")
     print(fidelity_table(everything, rows))
+
+
+def loop_halves_apart(medians):
+    """The user's loop against itself, in %: the median of its 1st, 3rd, ... processes' medians over that of its 2nd,
+    4th, ...; None with fewer than 4. A reference that moves more than 5% between two halves of its own processes
+    cannot decide a 5% comparison."""
+    if len(medians) < 4:
+        return None
+    return (statistics.median(medians[0::2]) / statistics.median(medians[1::2]) - 1) * 100
 
 
 def fidelity_table(everything, rows):
@@ -332,11 +350,17 @@ def fidelity_table(everything, rows):
         "lowest-highest) against a user's CUDA-event loop of the same steps in fresh processes (median of the "
         "process medians, lowest-highest); capture = the job's own process (median_ms); ms per step",
         f"{'case':<18}{'config':<25}{'job procs ms (low-high)':>26}{'capture':>9}{'loop procs ms (low-high)':>27}"
-        f"{'diff':>8}{'cap diff':>9}{'<=5%':>5}  speedup (job, across processes) | reading",
+        f"{'diff':>8}{'cap diff':>9}{'<=5%':>5}{'ref self':>9}  speedup (job, across processes) | reading",
+        "(ref self: the loop's odd-numbered processes' median against its even-numbered ones': how far the "
+        "reference reproduces itself)",
     ]
-    within = compared = 0
+    within = compared = reproduced = halved = 0
     for name, config, r in rows:
         job, loop = r["job"], r.get("loop_ms")
+        self_diff = loop_halves_apart(r.get("loop_process_medians_ms") or [])
+        if self_diff is not None:
+            halved += 1
+            reproduced += abs(self_diff) <= 5
         jp = job.get("processes_ms")
         diff = cap = None
         if loop and jp:
@@ -350,10 +374,11 @@ def fidelity_table(everything, rows):
         ok = "-" if diff is None else ("yes" if abs(diff) <= 5 else "no")
         lines.append(
             f"{name:<18}{config:<25}{jtxt:>26}{f(job.get('capture_ms'), 9)}{ltxt:>27}"
-            f"{f(diff, 7, 1)}%{f(cap, 8, 1)}%{ok:>5}  {job.get('speedup')} | {reading(r)}"
+            f"{f(diff, 7, 1)}%{f(cap, 8, 1)}%{ok:>5}{f(self_diff, 8, 1)}%  {job.get('speedup')} | {reading(r)}"
             + (f" | the report: {job['reading']}" if job.get("reading") else "")
         )
     lines.append(f"within 5%: {within} of {compared} compared ({len(rows)} cases)")
+    lines.append(f"the reference within 5% of itself (its two halves): {reproduced} of {halved}")
     lines.append("\nPer-process medians (ms per step): the job's measuring processes | the fresh loop processes")
     for name, config, r in rows:
         job = r["job"]
@@ -480,6 +505,9 @@ if __name__ == "__main__":
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--jobs", default=None, help="where the jobs' folders go (default: OUT/jobs)")
     parser.add_argument("--loops", type=int, default=FRESH_PROCESSES, help="fresh loop processes per model")
+    parser.add_argument(
+        "--processes", type=int, default=FRESH_PROCESSES, help="the job's measuring processes (explore --processes)"
+    )
     parser.add_argument("--deadline", type=float, default=DEADLINE_S, help="fidelity: no new model after this (s)")
     parser.add_argument("--steps", default="{}", help="loop: steps per round per config (JSON)")
     parser.add_argument("--references", action="store_true", help="loop: do_bench_cudagraph after the rounds")
@@ -492,7 +520,7 @@ if __name__ == "__main__":
     os.makedirs(a.out, exist_ok=True)
     jobs = a.jobs or os.path.join(a.out, "jobs")
     if a.part == "fidelity":
-        fidelity(a.out, jobs, a.device, a.cases.split(","), configs, a.loops, a.in_process, a.deadline)
+        fidelity(a.out, jobs, a.device, a.cases.split(","), configs, a.loops, a.in_process, a.deadline, a.processes)
     elif a.part == "in_process":
         in_process(a.device, a.cases.split(","), configs)
     else:

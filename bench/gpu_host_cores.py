@@ -271,8 +271,12 @@ def main():
     for c, d in per_core.items():
         print(f"{c:>5}  " + " ".join(f"{d[k]:>14.4f}" for k in keys), flush=True)
     ranked = sorted(per_core, key=lambda c: per_core[c]["seed_eager"])
-    groups = {"unpinned": [spawn(a.device, steps) for _ in range(a.fresh)]}
-    groups["rotating"] = [spawn(a.device, steps, rotate=True) for _ in range(a.rotate)]
+    groups = {"unpinned": [], "rotating": []}
+    for i in range(max(a.fresh, a.rotate)):  # interleaved: a drift of the machine's speed falls on both alike
+        if i < a.fresh:
+            groups["unpinned"].append(spawn(a.device, steps))
+        if i < a.rotate:
+            groups["rotating"].append(spawn(a.device, steps, rotate=True))
     for c in (ranked[0], ranked[-1]):
         groups[f"pinned to {c}"] = [spawn(a.device, steps, pin=c) for _ in range(a.pinned)]
     print(

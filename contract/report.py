@@ -1055,6 +1055,9 @@ class Request(Model):
     warm_compile: bool = True
     """false: the fresh warm-compile processes were not requested (`--no-warm-compile`): runtime.compile_cache's
     warmup and warm say so, and there is no runtime.processes"""
+    measuring_processes: int = 2
+    """how many fresh processes the Runtime figures were asked to be taken across (`--processes`; runtime.processes
+    lists those that ran)"""
 
 
 class Source(Model):

@@ -245,6 +245,11 @@ for _names, _meanings in ((FailureKind, FAILURE_KINDS), (TimelinePhaseName, TIME
     assert tuple(_meanings) == get_args(_names), "one meaning per name, in the type's order"
 
 
+# The fewest and the most fresh measuring processes a job's Runtime figures may be taken across (runtime.processes;
+# JobRequest.measuring_processes): a speedup is decided across at least two; pyperf's default is 20.
+MEASURING_PROCESSES = (2, 20)
+
+
 class ConfigError(ValueError):
     """A request the engine cannot run (unknown config or device); raised before any process starts."""
 

@@ -10,7 +10,7 @@ import time
 
 from contract.counts import COUNT_LABELS
 from contract.limits import DEFAULT_LIMITS
-from contract.vocab import CONFIGS, ConfigError
+from contract.vocab import CONFIGS, MEASURING_PROCESSES, ConfigError
 from engine.job import JobRequest, run_job
 from engine.reportfile import write_report
 from engine.sandbox import Isolation, IsolationError, check
@@ -43,6 +43,16 @@ def _parser() -> argparse.ArgumentParser:
         help="skip the two fresh processes that compile again from warm caches and time every config (about half "
         "an Inductor job): no cold-vs-warm figures, and the figures are this job's process's own",
     )
+    explore.add_argument(
+        "--processes",
+        dest="measuring_processes",
+        type=int,
+        default=MEASURING_PROCESSES[0],
+        metavar="N",
+        help=f"fresh processes every Runtime figure is taken across, {MEASURING_PROCESSES[0]} to "
+        f"{MEASURING_PROCESSES[1]} (default %(default)s; each one more costs a fresh import and warm compile): where "
+        "a step's speed moves from process to process, more of them make its median hold in the next run",
+    )
     imported = sub.add_parser(
         "import",
         help="read a TORCH_TRACE log (.log, .gz, or a zip/tar of one folder with "
@@ -72,6 +82,7 @@ def explore_command(args) -> int:
         configs=[c for c in args.configs.split(",") if c],
         time_limit_s=args.time_limit,
         warm_compile=args.warm_compile,
+        measuring_processes=args.measuring_processes,
     )
     try:
         request.validated()

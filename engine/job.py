@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from contract.limits import DEFAULT_LIMITS, JobLimits
 from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
-from contract.vocab import new_error_id, parse_configs
+from contract.vocab import MEASURING_PROCESSES, ConfigError, new_error_id, parse_configs
 from engine import events, sandbox, seccomp
 from engine.jobgroup import JobGroup
 from engine.reportfile import failed_report
@@ -67,6 +67,10 @@ class JobRequest:
     # False: no warm-compile (measuring) processes after an Inductor rung (engine/stages/runtime/warm_compile.py),
     # about half of such a job; its cold-vs-warm figures then say "not requested".
     warm_compile: bool = True
+    # Fresh processes each figure on the Runtime tab is taken across (runtime.processes): the warm compile's two,
+    # and past two, that many more that only time (pyperf's --processes). Where a step's speed is a property of the
+    # process (a host-bound GPU step), two processes' median is decided by which one happened to be slow.
+    measuring_processes: int = MEASURING_PROCESSES[0]
 
     def validated(self) -> JobRequest:
         """Normalise and check the request before anything is started (raises contract.vocab.ConfigError)."""
@@ -77,6 +81,12 @@ class JobRequest:
         if self.device == "cuda":
             self.memory_limit_mb = None
         self.file_size_limit_mb = min(self.file_size_limit_mb, self.output_limit_mb)  # no file outgrows the whole
+        fewest, most = MEASURING_PROCESSES
+        if not fewest <= self.measuring_processes <= most:
+            raise ConfigError(
+                f"measuring processes must be {fewest} to {most} (a speedup is decided across at least {fewest}; "
+                f"each one more costs a fresh process's import and warm compile), not {self.measuring_processes}"
+            )
         return self
 
 

@@ -11,6 +11,10 @@ from engine.sandbox import Isolation
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 # Cheap configs: Dynamo and AOTAutograd only, no C++ compile.
 NO_INDUCTOR = ["eager", "backend_eager", "aot_eager"]
+# The seed's whole CPU ladder, shared by every test that reads it: its figures are taken across three measuring
+# processes (one more than the default), so that a third, timing-only process is tested on the same job.
+SEED_LADDER = ["eager", "inductor_default", "inductor_reduce_overhead"]
+SEED_PROCESSES = 3
 
 
 @pytest.fixture(scope="package", autouse=True)
@@ -56,3 +60,9 @@ def run_code(tmp_path, code, **request):
         JobRequest(code=code, filename="model.py", **request), job_dir=str(tmp_path), on_event=events.append
     )
     return report, events
+
+
+@pytest.fixture(scope="session")
+def seed_report(explore):
+    """The seed's whole ladder, one job for the session."""
+    return explore("seed", SEED_LADDER, measuring_processes=SEED_PROCESSES)

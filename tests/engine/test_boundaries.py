@@ -41,6 +41,8 @@ def test_cli_prints_progress_and_a_summary(tmp_path):
     [
         (["--configs", "eager,turbo"], "error: unknown config 'turbo'"),
         (["--device", "tpu"], "invalid choice: 'tpu'"),
+        (["--processes", "1"], "error: measuring processes must be 2 to 20 (a speedup is decided across at least 2"),
+        (["--processes", "21"], "each one more costs a fresh process's import and warm compile), not 21"),
     ],
 )
 def test_cli_rejects_bad_requests_before_running(args, message, tmp_path):

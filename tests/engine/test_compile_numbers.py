@@ -375,8 +375,8 @@ def test_cache_counts_read_torchs_counters_and_the_cache_folders():
 
 
 @pytest.fixture(scope="module")
-def seed(explore):  # the same shared job as test_examples.py's seed
-    return explore("seed", ["eager", "inductor_default", "inductor_reduce_overhead"])
+def seed(seed_report):
+    return seed_report
 
 
 def test_cold_and_warm_compiles_of_the_seed_with_cache_hits_per_stage(seed):

@@ -10,8 +10,8 @@ from tests.engine.conftest import NO_INDUCTOR
 
 
 @pytest.fixture(scope="module")
-def seed(explore):
-    return explore("seed", ["eager", "inductor_default", "inductor_reduce_overhead"])
+def seed(seed_report):
+    return seed_report
 
 
 def test_seed_yields_one_graph_no_breaks_and_one_fused_kernel(seed):

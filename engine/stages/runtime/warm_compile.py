@@ -49,14 +49,19 @@ def cold_caches(kernels: int) -> dict:
 WARM_PROCESS_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 
-def warm_compiles(job_dir: str, config_name: str, time_left_s: float, timed: list[str] = ()) -> dict:
+def warm_compiles(
+    job_dir: str, config_name: str, time_left_s: float, timed: list[str] = (), processes: int = 2
+) -> dict:
     """Cold vs warm (runtime.compile_cache): the same model and config compiled again in fresh processes
     (engine/warm.py) in the job's folder and sandbox. The first ("warmup") fills the graph caches the recorded
     compile kept off; the second ("warm") is what a user's next run of the script costs. With ``timed`` (configs),
-    each is also a measuring process that times them after its compile (runtime.processes)."""
+    each is also a measuring process that times them after its compile (runtime.processes), and past two,
+    ``processes`` asks for more of them ("measure-3", ...: warm compiles too, which only time). Each process gets an
+    equal share of the time left for those still to run."""
+    labels = ["warmup", "warm"] + ([f"measure-{i}" for i in range(3, processes + 1)] if timed else [])
     out = {}
-    for label in ("warmup", "warm"):
-        budget = time_left_s / (2 if label == "warmup" else 1)
+    for i, label in enumerate(labels):
+        budget = time_left_s / (len(labels) - i)
         if budget < WARM_COMPILE_MIN_SECONDS / 2:
             out[label] = {"status": "skipped", "reason": f"only {time_left_s:.0f} s of the job's time left"}
             break
@@ -93,7 +98,8 @@ class WarmCompileStage(Stage):
     """After the report is readable (the post-report phase, runtime.compile_cache and runtime.processes): the
     recorded Inductor config compiled again in two fresh processes in the job's folder and sandbox (cold vs warm:
     only Inductor's compile has caches worth warming), each of which then times every built-in config that the
-    ladder timed, as a user's script would (engine.stages.runtime.processes)."""
+    ladder timed, as a user's script would (engine.stages.runtime.processes); the request's measuring_processes
+    past two adds more such processes."""
 
     name = "warm_compile"
 
@@ -122,8 +128,15 @@ class WarmCompileStage(Stage):
         t0 = job.begin(self.name, config=target.name)
         with job.state.ctx.guard("runtime.warm_compile"):
             time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
-            results = warm_compiles(job.job_dir, target.name, time_left, timed if measuring else [])
-            rt["compile_cache"].update({k: {n: v for n, v in r.items() if n != "timing"} for k, r in results.items()})
+            processes = job.request.get("measuring_processes", 2)
+            results = warm_compiles(job.job_dir, target.name, time_left, timed if measuring else [], processes)
+            rt["compile_cache"].update(
+                {
+                    k: {n: v for n, v in r.items() if n != "timing"}
+                    for k, r in results.items()
+                    if k in ("warmup", "warm")
+                }
+            )
             if measuring:
                 merge_processes(rt, results)
         self._settle(rt, measuring)
