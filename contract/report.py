@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from contract.counts import summarize
 from contract.processes import Processes, ProcessFigure
 from contract.vocab import (
+    MEASURING_PROCESSES,
     ConfigName,
     CorrectnessVerdict,
     Device,
@@ -1055,7 +1056,7 @@ class Request(Model):
     warm_compile: bool = True
     """false: the fresh warm-compile processes were not requested (`--no-warm-compile`): runtime.compile_cache's
     warmup and warm say so, and there is no runtime.processes"""
-    measuring_processes: int = 2
+    measuring_processes: int = MEASURING_PROCESSES[0]
     """how many fresh processes the Runtime figures were asked to be taken across (`--processes`; runtime.processes
     lists those that ran)"""
 

@@ -63,6 +63,6 @@ def run_code(tmp_path, code, **request):
 
 
 @pytest.fixture(scope="session")
-def seed_report(explore):
+def seed(explore):
     """The seed's whole ladder, one job for the session."""
     return explore("seed", SEED_LADDER, measuring_processes=SEED_PROCESSES)

@@ -27,7 +27,7 @@ from engine.stages.runtime import (
     cudagraphs,  # noqa: F401 - registers the CUDA-graph reasons reader
 )
 from engine.usercode import entry_point
-from tests.engine.conftest import run_code
+from tests.engine.conftest import SEED_PROCESSES, run_code
 from tests.report_checks import assert_final_benchmarks_add_only_the_processes
 from webapp.tabs import aot as aot_view
 from webapp.tabs import dynamo as dynamo_view
@@ -374,11 +374,6 @@ def test_cache_counts_read_torchs_counters_and_the_cache_folders():
     assert cache_counts(counters, kernels=3, binaries_written=0)["kernels"]["hits"] == 3
 
 
-@pytest.fixture(scope="module")
-def seed(seed_report):
-    return seed_report
-
-
 def test_cold_and_warm_compiles_of_the_seed_with_cache_hits_per_stage(seed):
     cache = seed["runtime"]["compile_cache"]
     cold, warmup, warm = cache["cold"], cache["warmup"], cache["warm"]
@@ -420,7 +415,7 @@ def test_the_report_is_handed_over_before_the_warm_compile_complete_but_for_it(s
     (warm,) = [p for p in seed["timeline"]["phases"] if p["phase"] == "warm_compile"]
     # Every fresh process of the phase: the warm compile's two and the third this job asked for, which only times.
     processes = sum(run["wall_seconds"] for run in seed["runtime"]["processes"]["runs"])
-    assert len(seed["runtime"]["processes"]["runs"]) == 3
+    assert len(seed["runtime"]["processes"]["runs"]) == SEED_PROCESSES
     assert processes <= warm["end_s"] - warm["start_s"] <= processes + 1.0
     assert early["timeline"]["wall_s"] <= warm["start_s"] + 0.5 < seed["timeline"]["wall_s"]
     top = [p["phase"] for p in early["timeline"]["phases"] if p["depth"] == 0]

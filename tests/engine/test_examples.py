@@ -2,16 +2,9 @@
 
 import json
 
-import pytest
-
 from contract.report import SCHEMA_VERSION
 from contract.vocab import job_plan
 from tests.engine.conftest import NO_INDUCTOR
-
-
-@pytest.fixture(scope="module")
-def seed(seed_report):
-    return seed_report
 
 
 def test_seed_yields_one_graph_no_breaks_and_one_fused_kernel(seed):

@@ -208,8 +208,8 @@ def test_training_compares_gradients_too(explore):
         assert gradients["verdict"] == "match" and gradients["atol"] == pytest.approx(1e-3)
 
 
-def test_seed_timing_is_interleaved_rounds_with_a_decided_or_undecided_speedup(seed_report):
-    report = seed_report
+def test_seed_timing_is_interleaved_rounds_with_a_decided_or_undecided_speedup(seed):
+    report = seed
     rt = report["runtime"]
     assert rt["timing"]["order"] == "interleaved" and rt["timing"]["rounds"] >= 5
     assert rt["processes"]["status"] == "ok", rt["processes"]
@@ -247,8 +247,8 @@ def test_seed_timing_is_interleaved_rounds_with_a_decided_or_undecided_speedup(s
         assert b["speedup"]["text"] in summary(report)
 
 
-def test_seed_kernel_times_add_up_to_no_more_than_the_step_and_bytes_are_filled(seed_report):
-    report = seed_report
+def test_seed_kernel_times_add_up_to_no_more_than_the_step_and_bytes_are_filled(seed):
+    report = seed
     rt = report["runtime"]
     kp = rt["kernel_profile_summary"]
     step = {b["config"]: b for b in rt["benchmarks"]}["inductor_default"]["median_ms"]

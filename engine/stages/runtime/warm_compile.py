@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from contract.vocab import CONFIGS
+from contract.vocab import CONFIGS, MEASURING_PROCESSES
 from engine.measure.caches import cache_counts, kernel_binaries, trusted_binaries
 from engine.stages.base import Stage
 from engine.stages.runtime.processes import merge_processes
@@ -50,7 +50,7 @@ WARM_PROCESS_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 
 def warm_compiles(
-    job_dir: str, config_name: str, time_left_s: float, timed: list[str] = (), processes: int = 2
+    job_dir: str, config_name: str, time_left_s: float, timed: list[str] = (), processes: int = MEASURING_PROCESSES[0]
 ) -> dict:
     """Cold vs warm (runtime.compile_cache): the same model and config compiled again in fresh processes
     (engine/warm.py) in the job's folder and sandbox. The first ("warmup") fills the graph caches the recorded
@@ -128,7 +128,7 @@ class WarmCompileStage(Stage):
         t0 = job.begin(self.name, config=target.name)
         with job.state.ctx.guard("runtime.warm_compile"):
             time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
-            processes = job.request.get("measuring_processes", 2)
+            processes = job.request.get("measuring_processes", MEASURING_PROCESSES[0])
             results = warm_compiles(job.job_dir, target.name, time_left, timed if measuring else [], processes)
             rt["compile_cache"].update(
                 {
