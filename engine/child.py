@@ -100,7 +100,7 @@ class Job:
             )
         seconds = round(time.monotonic() - t0 if seconds is None else seconds, 4)
         self.report["stages"].append({"name": stage, "seconds": seconds, **extra})
-        # Written before the event says so: the worker stores the finished sections when it reads the event.
+        # Written before the event says so: the parent hands it to the sink when it reads the event (engine.sink).
         self._write("report.json.partial")
         self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
 

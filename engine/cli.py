@@ -14,6 +14,7 @@ from contract.vocab import CONFIGS, MEASURING_PROCESSES, ConfigError
 from engine.job import JobRequest, run_job
 from engine.reportfile import write_report
 from engine.sandbox import Isolation, IsolationError, check
+from engine.sink import ReportSink
 
 
 def main(argv=None) -> int:
@@ -99,11 +100,8 @@ def explore_command(args) -> int:
         print(isolation_line, file=sys.stderr)
     out = args.out or f"pt2scope-{os.path.splitext(request.filename)[0]}-{time.strftime('%Y%m%d-%H%M%S')}"
     os.makedirs(out, exist_ok=True)
-    report = run_job(
-        request, job_dir=os.path.join(out, "job"), on_event=None if args.quiet else _progress, isolation=isolation
-    )
     path = os.path.join(out, "report.json")
-    write_report(report, path)
+    report = run_job(request, job_dir=os.path.join(out, "job"), sink=_Terminal(path, args.quiet), isolation=isolation)
     if report["status"] != "ok":
         f = report["failure"]
         print(f"failed ({f['kind']}, stage {f['stage']}): {f['message']}", file=sys.stderr)
@@ -138,6 +136,20 @@ def import_command(args) -> int:
         print(summary(report))
         print(f"report: {path}")
     return 0
+
+
+class _Terminal(ReportSink):
+    """The CLI's sink: progress on stderr (unless quiet), the report written to ``path``."""
+
+    def __init__(self, path: str, quiet: bool):
+        self.path, self.quiet = path, quiet
+
+    def event(self, event: dict) -> None:
+        if not self.quiet:
+            _progress(event)
+
+    def final(self, report: dict) -> None:
+        write_report(report, self.path)
 
 
 def _progress(event: dict) -> None:

@@ -31,6 +31,7 @@ from contract.vocab import MEASURING_PROCESSES, ConfigError, new_error_id, parse
 from engine import events, sandbox, seccomp
 from engine.jobgroup import JobGroup
 from engine.reportfile import failed_report
+from engine.sink import ReportSink
 
 PROJECT_ROOT = sandbox.PROJECT_ROOT
 USER_OUTPUT_LIMIT = 64 * 1024  # bytes of the user's stdout/stderr kept in the report (the tail)
@@ -93,62 +94,60 @@ class JobRequest:
 def run_job(
     request: JobRequest,
     job_dir: str | None = None,
-    on_event=None,
+    sink: ReportSink | None = None,
     isolation: sandbox.Isolation | None = None,
     *,
     scratch: bool = False,
-    on_report=None,
     prestarted: PrestartedChild | None = None,
 ) -> dict:
-    """Run ``request`` in a fresh child process; return the report (status "ok" or "failed").
+    """Run ``request`` in a fresh child process; hand its report to ``sink`` as it is made (engine.sink: the
+    progress events, the report once the stages are collected, before the warm compile and at the end) and return
+    the final report (status "ok" or "failed") as well.
 
-    ``on_event(event: dict)`` is called in this thread for every progress event as it arrives (engine.events has
-    their schema), e.g. ``{"event": "stage", "stage": "dynamo", "state": "finished", "elapsed_s": 1.2,
-    "seconds": 0.4}``. If it raises, the job is killed at once and the report names the failure (kind
+    If ``sink.event`` or ``sink.partial`` raises, the job is killed at once and the report names the failure (kind
     "internal_error", with an error id logged with the traceback). ``isolation`` defaults to the environment's
     (PT2SCOPE_ISOLATION, default bubblewrap). ``scratch``: the folder is the job's alone and is removed when it
-    ends; it is then a size-limited tmpfs where the worker may mount one (a root worker). ``on_report(report)``:
-    called once with the report as it stands before the warm compile (complete but for runtime.compile_cache,
-    whose warm entries read "pending"), read back and validated like the final one, while the child runs on; its
-    errors are logged, never the job's. The final report is still returned. ``prestarted``: a child
+    ends; it is then a size-limited tmpfs where the worker may mount one (a root worker). ``prestarted``: a child
     prestarted for this job (PrestartedChild); the job runs in it (and in its folder, ``prestarted.job_dir``,
     not ``job_dir``) if it fits, else it is discarded first.
 
-    Whatever happens, when this returns no process of the job runs any more, its descriptors are closed, its
-    cgroup and uid are given back (and with ``scratch`` its folder is gone).
+    Whatever happens, when ``sink.final`` is called no process of the job runs any more, its descriptors are
+    closed, its cgroup and uid are given back (and with ``scratch`` its folder is gone).
     """
     started_unix = time.time()  # the report's timeline starts here (origin job_start); a worker re-bases it
     request.validated()
+    sink = sink or ReportSink()
     isolation = isolation or sandbox.Isolation.from_env()
     if prestarted is not None and not prestarted.fits(request, isolation, scratch):
         prestarted.discard()
         prestarted = None
     if prestarted is not None:
-        with prestarted.cleanup as cleanup:
-            return _run(
-                request,
-                prestarted.job_dir,
-                on_event,
-                isolation,
-                prestarted.uid,
-                prestarted.group,
-                prestarted.job_space,
-                cleanup,
-                started_unix,
-                on_report,
-                prestarted,
-            )
-    job_dir = os.path.abspath(job_dir or tempfile.mkdtemp(prefix="pt2scope-job-"))
-    with ExitStack() as cleanup:
-        uid, group, job_space = _hold(request, job_dir, isolation, scratch, cleanup)
-        return _run(request, job_dir, on_event, isolation, uid, group, job_space, cleanup, started_unix, on_report)
+        with prestarted.cleanup:
+            report = _run(request, prestarted.held, sink, isolation, started_unix, prestarted)
+    else:
+        job_dir = os.path.abspath(job_dir or tempfile.mkdtemp(prefix="pt2scope-job-"))
+        with ExitStack() as cleanup:
+            held = _hold(request, job_dir, isolation, scratch, cleanup)
+            report = _run(request, held, sink, isolation, started_unix)
+    sink.final(report)
+    return report
 
 
-def _hold(
-    request: JobRequest, job_dir: str, isolation: sandbox.Isolation, scratch: bool, cleanup: ExitStack
-) -> tuple[int | None, JobGroup, bool]:
+@dataclass
+class _Held:
+    """What a job's child runs in, held until the job ends: its folder, uid, cgroup, whether the folder is a
+    size-limited tmpfs (job_space), and what gives them back (cleanup)."""
+
+    job_dir: str
+    uid: int | None
+    group: JobGroup
+    job_space: bool
+    cleanup: ExitStack
+
+
+def _hold(request: JobRequest, job_dir: str, isolation: sandbox.Isolation, scratch: bool, cleanup: ExitStack) -> _Held:
     """What a job's child is started in: its folder (a tmpfs with ``scratch``), a uid lease and a cgroup, each
-    given back by ``cleanup``; returns (uid, group, job_space)."""
+    given back by ``cleanup``."""
     if scratch:
         cleanup.callback(sandbox.remove_job_dir, job_dir)
     job_space = scratch and sandbox.mount_job_space(job_dir, request.output_limit_mb * 1024 * 1024)
@@ -160,7 +159,7 @@ def _hold(
         request.process_limit,
     )
     cleanup.callback(group.close)
-    return lease.uid, group, job_space
+    return _Held(job_dir, lease.uid, group, job_space, cleanup)
 
 
 def launch_signature(request: JobRequest, isolation: sandbox.Isolation, scratch: bool) -> dict:
@@ -273,10 +272,12 @@ class PrestartedChild:
         self.started_unix = time.time()
         self.cleanup = ExitStack()
         try:
-            self.uid, self.group, self.job_space = _hold(self.template, self.job_dir, isolation, scratch, self.cleanup)
-            sandbox.prepare_job_dir(self.job_dir, isolation, self.uid)
+            self.held = _hold(self.template, self.job_dir, isolation, scratch, self.cleanup)
+            sandbox.prepare_job_dir(self.job_dir, isolation, self.held.uid)
             spawned = replace(self.template, cpu_time_limit_s=self.template.cpu_time_limit_s + PRESTART_CPU_S)
-            self.child = _spawn(spawned, self.job_dir, isolation, self.uid, self.group, self.cleanup, prestart=True)
+            self.child = _spawn(
+                spawned, self.job_dir, isolation, self.held.uid, self.held.group, self.cleanup, prestart=True
+            )
             self.cleanup.callback(self._end)
         except BaseException:
             self.cleanup.close()
@@ -308,28 +309,26 @@ class PrestartedChild:
         self.child.close_go()
         if self.child.proc.returncode is None:  # not reaped yet: its pid cannot be another process's
             _kill_group(self.child.proc.pid)
-            self.group.kill_all()
+            self.held.group.kill_all()
             self.child.proc.wait()
 
 
 def _run(
     request: JobRequest,
-    job_dir: str,
-    on_event,
+    held: _Held,
+    sink: ReportSink,
     isolation: sandbox.Isolation,
-    uid: int | None,
-    group: JobGroup,
-    job_space: bool,
-    cleanup: ExitStack,
     started_unix: float,
-    on_report,
     prestarted: PrestartedChild | None = None,
 ) -> dict:
+    job_dir, group = held.job_dir, held.group
     if prestarted is None:
-        sandbox.prepare_job_dir(job_dir, isolation, uid)
+        sandbox.prepare_job_dir(job_dir, isolation, held.uid)
         _write_job(job_dir, request)
     try:
-        child, started, handed_unix = _start_child(request, job_dir, isolation, uid, group, cleanup, prestarted)
+        child, started, handed_unix = _start_child(
+            request, job_dir, isolation, held.uid, group, held.cleanup, prestarted
+        )
     except OSError as exc:  # a prestarted child may have died between the fit check and the go
         return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
     proc, read_fd, status_read, out, err = child.proc, child.read_fd, child.status_read, child.out, child.err
@@ -341,7 +340,7 @@ def _run(
             isolation,
             request,
             group=group.describe(),
-            job_space=job_space,
+            job_space=held.job_space,
             seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None,
         )
         report.setdefault("runtime", {})["job_seconds"] = round(time.monotonic() - started, 3)
@@ -355,12 +354,12 @@ def _run(
         try:
             early = _read_child_report(early_path, request)
             if early is not None and early.get("status") == "ok" and not early.get("failure"):
-                on_report(complete(early, early_path, None))
-        except Exception:  # the final report is still returned: only the early look is lost
+                sink.early(complete(early, early_path, None))
+        except Exception:  # the final report is still handed over: only the early look is lost
             log.exception("error %s: the report before the warm compile could not be handed over", new_error_id())
 
-    pump = _Pump(proc, read_fd, status_read, request, job_dir, started, on_event, group, watch_space=not job_space)
-    pump.on_early_report = hand_over_early_report if on_report else None
+    pump = _Pump(proc, read_fd, status_read, request, job_dir, started, sink, group, watch_space=not held.job_space)
+    pump.on_early_report = hand_over_early_report
     returncode, exited_unix = _pump_until_exit(pump, proc, group)
     report_path = os.path.join(job_dir, "report.json")
     report = _final_report(request, job_dir, report_path, pump, group, isolation, returncode, err)
@@ -655,10 +654,11 @@ def _child_env(job_dir: str, event_fd: int, request: JobRequest, go_fd: int | No
 
 
 class _Pump:
-    """Forward the child's events until it ends, a limit is reached or the caller's handler fails.
+    """Hand the child's events (and its report once the stages are collected) to the sink until the child ends, a
+    limit is reached or the sink fails.
 
     Afterwards ``last_stage`` is the stage the job was in; ``killed_for`` None, "timeout", "output_limit" or
-    "memory" (the watchdog's, without a cgroup); ``failure`` (kind, message) when ``on_event`` raised. On any of
+    "memory" (the watchdog's, without a cgroup); ``failure`` (kind, message) when the sink raised. On any of
     those the whole job has been killed.
     """
 
@@ -670,7 +670,7 @@ class _Pump:
         request: JobRequest,
         job_dir: str,
         started: float,
-        on_event,
+        sink: ReportSink,
         group: JobGroup,
         watch_space: bool,
     ):
@@ -678,12 +678,13 @@ class _Pump:
         # bubblewrap's status (sandbox.child_command): the job's own process ended, with this exit status.
         self.status_fd, self.status_buf, self.exit_code = status_fd, b"", None
         self.deadline = started + request.time_limit_s
-        self.on_event, self.group, self.watch_space = on_event, group, watch_space
+        self.sink, self.group, self.watch_space = sink, group, watch_space
         self.last_stage, self.killed_for, self.failure = "load", None, None
         self.forwarded = self.forwarded_bytes = 0
         self.capped = self.space_full = False
         self.failed_event = None  # the child's own "failed" event, with the failure's kind and message
         self.on_early_report = None  # called once when the warm compile starts: the report before it is written
+        self.partial_pending = True
 
     def run(self) -> None:
         output_limit = self.request.output_limit_mb * 1024 * 1024
@@ -725,7 +726,7 @@ class _Pump:
                 if event is None:
                     continue
                 self._note(event)
-                if self.on_event and not self._forward(event):
+                if not self._forward(event):
                     return
 
     def _job_process_ended(self) -> bool:
@@ -757,7 +758,7 @@ class _Pump:
             event = events.parse(line)
             if event is not None:
                 self._note(event)
-                if self.on_event and not self._forward(event):
+                if not self._forward(event):
                     return
 
     def _note(self, event: dict) -> None:
@@ -769,25 +770,42 @@ class _Pump:
             self.failed_event = event
 
     def _forward(self, event: dict) -> bool:
-        """Hand one event to the caller within the caps; False when the caller failed (the job is killed)."""
-        if self.capped:
+        """Hand one event to the sink within the caps, and after the capture's ``report`` stage the report so far;
+        False when the sink failed (the job is killed)."""
+        if not self.capped:
+            self.forwarded += 1
+            self.forwarded_bytes += events.size(event)
+            if self.forwarded > events.MAX_EVENTS or self.forwarded_bytes > events.EVENT_BYTES_LIMIT:
+                self.capped = True
+                dropped = {
+                    "event": "message",
+                    "text": (
+                        f"further progress events were dropped: a job may send at most {events.MAX_EVENTS} events "
+                        f"and {events.EVENT_BYTES_LIMIT // 1024} KiB of them (the report is not affected)"
+                    ),
+                }
+                if not self._hand_over(self.sink.event, dropped):
+                    return False
+            elif not self._hand_over(self.sink.event, event):
+                return False
+        if self.partial_pending and event.get("stage") == "report" and event.get("state") == "finished":
+            self.partial_pending = False  # once: a child that repeats the event makes the parent read nothing more
+            return self._hand_over(self.sink.partial, self._partial_report())
+        return True
+
+    def _partial_report(self) -> dict | None:
+        """The report as the child saved it when its ``report`` stage ended: every stage's artifacts, before the
+        benchmarks (the child writes report.json.partial before it sends the stage's end)."""
+        return _read_partial_report(os.path.join(self.job_dir, "report.json"), self.request)
+
+    def _hand_over(self, method, what) -> bool:
+        if what is None:
             return True
-        self.forwarded += 1
-        self.forwarded_bytes += events.size(event)
-        if self.forwarded > events.MAX_EVENTS or self.forwarded_bytes > events.EVENT_BYTES_LIMIT:
-            self.capped = True
-            event = {
-                "event": "message",
-                "text": (
-                    f"further progress events were dropped: a job may send at most {events.MAX_EVENTS} events and "
-                    f"{events.EVENT_BYTES_LIMIT // 1024} KiB of them (the report is not affected)"
-                ),
-            }
         try:
-            self.on_event(event)
-        except Exception as exc:  # the caller could not take it (a database error): stop the job, say why
+            method(what)
+        except Exception as exc:  # the sink could not take it (a database error): stop the job, say why
             error_id = new_error_id()
-            log.exception("error %s: the progress event handler failed; job killed", error_id)
+            log.exception("error %s: the report sink failed; job killed", error_id)
             self.failure = (
                 "internal_error",
                 f"pt2scope could not record this run's progress ({type(exc).__name__}, "
@@ -901,13 +919,6 @@ def _describe_exit(
             f"{request.memory_limit_mb} MiB ({stderr_tail.strip().splitlines()[-1][:300]})"
         )
     return "crash", f"the job's process exited with code {returncode} during stage '{stage}' without a report"
-
-
-def read_partial_report(job_dir: str, request: JobRequest) -> dict | None:
-    """What a running job's child has recorded so far (report.json.partial, rewritten after each stage), read as
-    untrusted data like the final report; None when there is none yet or it does not validate. For callers that
-    store finished sections while the job runs."""
-    return _read_partial_report(os.path.join(job_dir, "report.json"), request)
 
 
 def _read_child_report(path: str, request: JobRequest) -> dict | None:

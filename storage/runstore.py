@@ -11,7 +11,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast, get_type_hints
@@ -51,6 +51,9 @@ QUEUE_FOR_DEVICE = {"cpu": "cpu", "cuda": "gpu"}
 # The most one run's report may take once stored (sections, outlines and graph payloads together): beyond it the
 # report is refused with a message in the run (Settings.report_limit_mb sets it for the workers).
 REPORT_LIMIT_BYTES = 256 * 1024 * 1024
+# The worker's last word on a report's timeline (its own phases, the store's seconds), asked for just before the
+# timeline is written: see _write_report.
+FinishTimeline = Callable[[dict | None], dict]
 
 
 @dataclass
@@ -465,11 +468,18 @@ def record_event(session: Session, run_id: int, event: dict) -> None:
 SECTIONS_READY_AFTER = {"dynamo": "report", "aot": "report", "inductor": "report"}
 
 
-def store_report(session: Session, run_id: int, report: dict, limit_bytes: int = REPORT_LIMIT_BYTES) -> None:
+def store_report(
+    session: Session,
+    run_id: int,
+    report: dict,
+    limit_bytes: int = REPORT_LIMIT_BYTES,
+    finish_timeline: FinishTimeline | None = None,
+) -> None:
     """Validate the engine's report (contract.report), store it section by section (with each section's outline,
     each graph as the viewer reads it and each line's provenance, so pages never build them) and finish the run as
     succeeded or failed. A report that does not validate is not stored: the run fails naming the field it got
-    wrong; nor is one larger than ``limit_bytes`` as stored: the run fails with kind "report_limit"."""
+    wrong; nor is one larger than ``limit_bytes`` as stored: the run fails with kind "report_limit".
+    ``finish_timeline``: see _write_report."""
     run = session.get_one(Run, run_id)
     try:
         report = checked_report(report)
@@ -481,7 +491,7 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
         run.finished_at = utcnow()
         session.commit()
         return
-    stored_bytes = _write_report(session, run_id, report, run.filename, limit_bytes)
+    stored_bytes = _write_report(session, run_id, report, run.filename, limit_bytes, finish_timeline)
     if stored_bytes > limit_bytes:  # one run's report must not fill the database nor slow every page reading it
         _set_error(
             run,
@@ -511,21 +521,49 @@ def store_report(session: Session, run_id: int, report: dict, limit_bytes: int =
     session.commit()
 
 
-def replace_section(session: Session, run_id: int, name: str, value) -> None:
-    """Rewrite one section of a stored report (validated as that section of the contract); nothing when the run
-    has no such section (its report was not stored)."""
-    adapter: TypeAdapter = TypeAdapter(get_type_hints(Report)[name])  # a model, or a list of them (stages)
-    value = adapter.dump_python(adapter.validate_python(value))
-    section = session.get(ReportSection, (run_id, name))
-    if section is not None:
-        section.body = _json_text(value)
-        session.commit()
+# What a job's final report changes after the report it handed over before its warm compile (engine.sink): the
+# warm compile's figures (runtime), its stage entry and its events' output; the timeline is written last.
+SECTIONS_AFTER_EARLY_REPORT = ("runtime", "stages", "user_output")
 
 
-def set_engine_seconds(session: Session, run_id: int, report: dict) -> None:
-    """The engine's job seconds of a report whose sections were replaced after it was first stored."""
+def complete_early_report(session: Session, run_id: int, report: dict, finish_timeline: FinishTimeline) -> None:
+    """Fill in the warm compile of a run whose early report is stored (store_early_report): its sections, then the
+    timeline, then the engine seconds (the pages stop saying "still measuring": still_measuring), in one commit."""
+    for name in SECTIONS_AFTER_EARLY_REPORT:
+        _replace_section(session, run_id, name, report[name])
+    _replace_section(session, run_id, "timeline", finish_timeline(report.get("timeline")))
     session.get_one(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
     session.commit()
+
+
+def fail_warm_compile(session: Session, run_id: int, report: dict, finish_timeline: FinishTimeline) -> None:
+    """A job that failed after its early report was stored (killed at its time limit in the warm compile, say)
+    keeps the early report, with the warm compile's pending entries marked failed and why; its timeline is the
+    failed job's."""
+    failure = report.get("failure") or {}
+    run = session.get_one(Run, run_id)
+    runtime = load_sections(session, run, ["runtime"]).get("runtime") or {}
+    failed = {"status": "failed", "reason": f"the job ended in the warm compile: {failure.get('message')}"}
+    for label in ("warmup", "warm"):
+        if (runtime.get("compile_cache") or {}).get(label, {}).get("status") == "pending":
+            runtime["compile_cache"][label] = failed
+    _replace_section(session, run_id, "runtime", runtime)
+    _replace_section(session, run_id, "timeline", finish_timeline(report.get("timeline")))
+    run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    session.commit()
+
+
+def _replace_section(session: Session, run_id: int, name: str, value) -> None:
+    """Rewrite one section of a stored report (validated as that section of the contract); nothing when the run
+    has no such section (its report was not stored). The caller commits."""
+    section = session.get(ReportSection, (run_id, name))
+    if section is not None:
+        section.body = _json_text(_section_value(name, value))
+
+
+def _section_value(name: str, value):
+    adapter: TypeAdapter = TypeAdapter(get_type_hints(Report)[name])  # a model, or a list of them (stages)
+    return adapter.dump_python(adapter.validate_python(value))
 
 
 def _delete_report(session: Session, run_id: int) -> None:
@@ -535,8 +573,8 @@ def _delete_report(session: Session, run_id: int) -> None:
 
 
 def store_partial_report(session: Session, run_id: int, report: dict) -> bool:
-    """Store what a running job has recorded so far (its report.json.partial, validated like a final report), so
-    the tabs whose stage has ended can be read before the job finishes; the final report replaces it. The run
+    """Store what a running job has recorded so far (engine.sink's partial: every stage's artifacts, validated like
+    a final report), so the tabs whose stage has ended can be read before the job finishes; the final report replaces it. The run
     stays running. False (nothing stored) when the partial report does not validate."""
     try:
         report = checked_report(report)
@@ -548,25 +586,27 @@ def store_partial_report(session: Session, run_id: int, report: dict) -> bool:
 
 
 def _write_report(
-    session: Session, run_id: int, report: dict, filename: str | None = None, limit_bytes: int | None = None
+    session: Session,
+    run_id: int,
+    report: dict,
+    filename: str | None = None,
+    limit_bytes: int | None = None,
+    finish_timeline: FinishTimeline | None = None,
 ) -> int:
     """Replace the run's stored report by ``report``; return the bytes it takes. Over ``limit_bytes`` nothing is
-    stored (the old rows are deleted all the same). ``filename``: the user's file (default: the report's)."""
+    stored (the old rows are deleted all the same). ``filename``: the user's file (default: the report's).
+    ``finish_timeline(timeline) -> timeline``: called once every other row is built, just before the timeline's,
+    so that the timeline is written once and its store phase covers the store (all but the commit)."""
     filename = filename or (report.get("source") or {}).get("filename") or "model.py"
     _delete_report(session, run_id)
     rows: list[ReportSection | ReportGraph | ReportPiece] = []
     stored_bytes = 0
+    timeline_position = None
     for position, (name, value) in enumerate(report.items()):
-        outline = graphs.section_outline(value)
-        section = ReportSection(
-            run_id=run_id,
-            name=name,
-            position=position,
-            body=_json_text(value),
-            outline=None if outline is None else _json_text(outline),
-        )
-        rows.append(section)
-        stored_bytes += len(section.body) + len(section.outline or "")
+        if name == "timeline" and finish_timeline is not None:
+            timeline_position = position
+            continue
+        stored_bytes += _add_section(rows, run_id, name, position, value)
     for graph_id, graph in graphs.report_graphs(report):
         rows.append(
             ReportGraph(run_id=run_id, graph_id=graph_id, body=_json_text(graphs.graph_payload(graph_id, graph)))
@@ -576,9 +616,26 @@ def _write_report(
     for line, entry in provenance.by_line(report, filename).items():
         rows.append(ReportPiece(run_id=run_id, key=provenance_key(line), body=_json_text(entry)))
         stored_bytes += len(rows[-1].body)
+    if finish_timeline is not None:
+        timeline = _section_value("timeline", finish_timeline(report.get("timeline")))
+        stored_bytes += _add_section(rows, run_id, "timeline", timeline_position, timeline)
     if limit_bytes is None or stored_bytes <= limit_bytes:
         session.add_all(rows)
     return stored_bytes
+
+
+def _add_section(rows: list, run_id: int, name: str, position: int | None, value) -> int:
+    """One section's row (with its outline) added to ``rows``; the bytes it takes."""
+    outline = graphs.section_outline(value)
+    section = ReportSection(
+        run_id=run_id,
+        name=name,
+        position=position,
+        body=_json_text(value),
+        outline=None if outline is None else _json_text(outline),
+    )
+    rows.append(section)
+    return len(section.body) + len(section.outline or "")
 
 
 def _upgrade_stored_report(session: Session, run: Run) -> None:
@@ -740,11 +797,17 @@ def _stored_report_text(session: Session, run: Run) -> str:
     return "{" + ",".join(f"{json.dumps(name)}:{body}" for name, body in rows) + "}"
 
 
-def store_early_report(session: Session, run_id: int, report: dict, limit_bytes: int = REPORT_LIMIT_BYTES) -> bool:
-    """Store the report a job hands over before its warm compile (engine.job.run_job's on_report) as the run's:
+def store_early_report(
+    session: Session,
+    run_id: int,
+    report: dict,
+    limit_bytes: int = REPORT_LIMIT_BYTES,
+    finish_timeline: FinishTimeline | None = None,
+) -> bool:
+    """Store the report a job hands over before its warm compile (engine.sink's early) as the run's:
     succeeded, readable, but with no engine seconds yet (the job runs on): that is what still_measuring reads.
     False when it was not stored as a success (refused as too large): the final report then decides."""
-    store_report(session, run_id, report, limit_bytes)
+    store_report(session, run_id, report, limit_bytes, finish_timeline)
     run = session.get_one(Run, run_id)
     if run.status != SUCCEEDED:
         return False

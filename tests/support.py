@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import psycopg
 import redis
 
+from engine.sink import ReportSink
 from storage import runstore
 from storage.config import PROJECT_ROOT, Settings
 from storage.db import migrate, session_factory
@@ -194,3 +195,30 @@ def scratch_postgres_and_redis(redis_db: int):
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
         redis.Redis.from_url(broker_url).flushdb()
+
+
+class Collected(ReportSink):
+    """A job's sink that keeps everything it is handed: ``events``, ``partials``, ``earlies`` and ``finals``;
+    ``on_event`` (optional) is called with each event first (raising there stops the job, as a database error
+    would)."""
+
+    def __init__(self, on_event=None) -> None:
+        self.on_event = on_event
+        self.events: list[dict] = []
+        self.partials: list[dict] = []
+        self.earlies: list[dict] = []
+        self.finals: list[dict] = []
+
+    def event(self, event: dict) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+        self.events.append(event)
+
+    def partial(self, report: dict) -> None:
+        self.partials.append(report)
+
+    def early(self, report: dict) -> None:
+        self.earlies.append(report)
+
+    def final(self, report: dict) -> None:
+        self.finals.append(report)

@@ -29,7 +29,7 @@ WEB_AND_QUEUE = {
     "gunicorn",
 }
 # The engine's parent side: what workers and the CLI import. Torch and the user's code run only in the child.
-ENGINE_PARENT_SIDE = ("engine", "engine.job", "engine.cli", "engine.reportfile", "engine.sandbox")
+ENGINE_PARENT_SIDE = ("engine", "engine.job", "engine.cli", "engine.reportfile", "engine.sandbox", "engine.sink")
 # The engine's torch-free measurement (statistics, machine load, compile metrics, cache counts): shared by the child,
 # the trace importer and tests, so it must load without torch.
 ENGINE_MEASURE = (

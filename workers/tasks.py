@@ -8,6 +8,7 @@ import secrets
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from datetime import UTC
 
 from celery import signals
@@ -15,14 +16,8 @@ from celery import signals
 from contract.timeline import Recorder, merged
 from contract.vocab import new_error_id
 from engine import sandbox
-from engine.job import (
-    JobRequest,
-    PrestartedChild,
-    read_partial_report,
-    run_job,
-    warm_up_kernel_cache,
-    warm_up_shared_pch,
-)
+from engine.job import JobRequest, PrestartedChild, run_job, warm_up_kernel_cache, warm_up_shared_pch
+from engine.sink import ReportSink
 from storage import runstore
 from storage.db import session_factory
 from storage.models import JOB, Run
@@ -53,7 +48,6 @@ def run_compile(self, run_id: int) -> None:
 
 
 def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> None:
-    run_id = run.id
     requested = run.created_at.replace(tzinfo=UTC).timestamp()  # the web app's submit time
     timeline.add("queue_wait", requested, picked_up)
     timeline.add("claim", picked_up, time.time())
@@ -70,128 +64,97 @@ def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> 
     if prestarted:  # the maintenance then judges that folder by this run (beside it: out of the job's reach)
         mark_prestarted_folder(settings, prestarted.job_dir, run.slug)
     with sessions() as session:
-        record = _progress_recorder(session, run_id, job_dir, request)
-        early = EarlyReport(session, run_id, requested, timeline, settings)
+        stored = StoredRun(session, sessions, run, requested, timeline, settings)
         try:
-            # scratch: the folder is removed (its tmpfs unmounted) before run_job returns, whatever happened
-            report = run_job(
+            # scratch: the folder is removed (its tmpfs unmounted) before the final report is handed over
+            run_job(
                 request,
                 job_dir=job_dir,
+                sink=stored,
                 isolation=isolation_of(settings),
-                on_event=record,
-                on_report=early.store,
                 scratch=True,
                 prestarted=prestarted,
             )
-        except Exception:  # run_job always returns a report; reaching here is a bug of ours, shown as such
-            _fail_internally(sessions, run_id, run.slug, "the engine raised")
-            return
-        finally:
-            next_child.want(run.device)  # this job's child has exited: the next one's imports overlap the store
-        _store_final_report(session, sessions, run, report, requested, timeline, early, settings)
+        except Exception:  # run_job always hands over a report; reaching here is a bug of ours, shown as such
+            next_child.want(run.device)
+            _fail_internally(sessions, run.id, run.slug, "the engine raised")
 
 
-def _progress_recorder(session, run_id: int, job_dir: str, request: JobRequest):
-    """The job's progress events into the run's record; at each finished stage whose tabs are then complete, the
-    report as the child has it so far, so those tabs are readable before the job ends."""
+class StoredRun(ReportSink):
+    """The worker's sink (engine.sink): the job's progress events, its report once the stages are collected, before
+    the warm compile and at the end, into the run's record. Each stored report's timeline is written once, last,
+    with the worker's phases and the store's own seconds up to that write.
 
-    def record(event: dict) -> None:
-        try:
-            runstore.record_event(session, run_id, event)
-            if (
-                event.get("event") == "stage"
-                and event.get("state") == "finished"
-                and event.get("stage") in runstore.SECTIONS_READY_AFTER.values()
-            ):
-                partial = read_partial_report(job_dir, request)
-                if partial:
-                    runstore.store_partial_report(session, run_id, partial)
-        except Exception:
-            session.rollback()  # the job is killed (engine.job); the session must be usable to fail the run
-            raise
+    The report before the warm compile makes the run read as succeeded with every figure but the warm compile's,
+    which the final report then fills in (the user waits some 10 s less on the CPU: docs/benchmarks.md)."""
 
-    return record
+    def __init__(self, session, sessions, run: Run, requested: float, worker: Recorder, settings):
+        self.session, self.sessions, self.run_id, self.slug = session, sessions, run.id, run.slug
+        self.device, self.requested, self.worker = run.device, requested, worker
+        self.limit_bytes = settings.report_limit_mb * 1024 * 1024
+        self.early_stored_unix: float | None = None
 
+    def event(self, event: dict) -> None:
+        with self._rolled_back_on_error():
+            runstore.record_event(self.session, self.run_id, event)
 
-def _store_final_report(session, sessions, run: Run, report: dict, requested: float, timeline, early, settings):
-    """The finished report stored (completing the early one where it was stored), its timeline with the worker's
-    phases, the store's own seconds last."""
-    run_id = run.id
-    stored = time.time()
-    job = report.get("timeline") or {}
-    if job.get("origin_unix_s") is not None:  # the job's folder was removed after its timeline ended
-        timeline.add("cleanup", job["origin_unix_s"] + job["wall_s"], stored)
-    report["timeline"] = merged(job, requested, "request", timeline, report_stored_unix=early.stored_unix)
-    try:
-        if early.stored_unix is not None:
-            early.complete(report)
-        else:
-            runstore.store_report(session, run_id, report, limit_bytes=settings.report_limit_mb * 1024 * 1024)
-        # The store's own seconds are known only once it is done: the timeline section is written again.
-        store = Recorder("worker")
-        store.add("store", stored, time.time())
-        runstore.replace_section(session, run_id, "timeline", merged(report["timeline"], requested, "request", store))
-        if early.stored_unix is not None:  # last: the pages stop saying "still measuring" (still_measuring)
-            runstore.set_engine_seconds(session, run_id, report)
-    except Exception:
-        session.rollback()
-        _fail_internally(sessions, run_id, run.slug, "storing the report failed")
+    def partial(self, report: dict) -> None:
+        with self._rolled_back_on_error():
+            runstore.store_partial_report(self.session, self.run_id, report)
 
-
-class EarlyReport:
-    """The report stored before the warm compile (engine.job.run_job's on_report): the run reads as succeeded with
-    every figure but the warm compile's, which the final report then fills in (the user waits some 10 s less on
-    the CPU: docs/benchmarks.md)."""
-
-    # What the final report changes after the early one: the warm compile's figures (runtime), its stage entry and
-    # its events' output, and the timeline (rewritten last, by the caller).
-    SECTIONS_AFTER = ("runtime", "stages", "user_output")
-
-    def __init__(self, session, run_id: int, requested: float, worker: Recorder, settings):
-        self.session, self.run_id, self.requested = session, run_id, requested
-        self.worker, self.settings = worker, settings
-        self.stored_unix: float | None = None
-
-    def store(self, report: dict) -> None:
+    def early(self, report: dict) -> None:
         started = time.time()
-        stored = Recorder("worker")
-        report["timeline"] = merged(report.get("timeline"), self.requested, "request", self.worker)
-        try:
+        with self._rolled_back_on_error():
             stored_ok = runstore.store_early_report(
-                self.session, self.run_id, report, limit_bytes=self.settings.report_limit_mb * 1024 * 1024
+                self.session, self.run_id, report, self.limit_bytes, self._timeline_with_store(started, early=True)
             )
+        if not stored_ok:  # refused (too large): the final report decides
+            self.early_stored_unix = None
+            return
+        # The final timeline shows this store beside the warm compile it overlapped.
+        self.worker.add("store", started, self.early_stored_unix, depth=1)
+
+    def final(self, report: dict) -> None:
+        next_child.want(self.device)  # this job's child has exited: the next one's imports overlap the store
+        started = time.time()
+        job = report.get("timeline") or {}
+        if job.get("origin_unix_s") is not None:  # the job's folder was removed after its timeline ended
+            self.worker.add("cleanup", job["origin_unix_s"] + job["wall_s"], started)
+        finish_timeline = self._timeline_with_store(started, early=False)
+        try:
+            if self.early_stored_unix is None:
+                runstore.store_report(self.session, self.run_id, report, self.limit_bytes, finish_timeline)
+            elif report.get("status") != "ok" or report.get("failure"):
+                runstore.fail_warm_compile(self.session, self.run_id, report, finish_timeline)
+            else:
+                runstore.complete_early_report(self.session, self.run_id, report, finish_timeline)
         except Exception:
             self.session.rollback()
-            raise
-        if not stored_ok:  # refused (too large): the final report decides
-            return
-        self.stored_unix = time.time()
-        stored.add("store", started, self.stored_unix)
-        runstore.replace_section(
-            self.session,
-            self.run_id,
-            "timeline",
-            merged(report["timeline"], self.requested, "request", stored, report_stored_unix=self.stored_unix),
-        )
-        # The final timeline shows this store beside the warm compile it overlapped.
-        self.worker.add("store", started, self.stored_unix, depth=1)
+            _fail_internally(self.sessions, self.run_id, self.slug, "storing the report failed")
 
-    def complete(self, report: dict) -> None:
-        """Fill in the warm compile (the caller then rewrites the timeline and sets the engine seconds). A job that
-        failed after the early report (killed at its time limit in the warm compile, say) keeps the early report,
-        with the warm compile marked failed and why."""
-        if report.get("status") != "ok" or report.get("failure"):
-            failure = report.get("failure") or {}
-            stored = runstore.load_sections(self.session, self.session.get(Run, self.run_id), ["runtime"])
-            runtime = stored.get("runtime") or {}
-            failed = {"status": "failed", "reason": f"the job ended in the warm compile: {failure.get('message')}"}
-            for label in ("warmup", "warm"):
-                if (runtime.get("compile_cache") or {}).get(label, {}).get("status") == "pending":
-                    runtime["compile_cache"][label] = failed
-            runstore.replace_section(self.session, self.run_id, "runtime", runtime)
-            return
-        for name in self.SECTIONS_AFTER:
-            runstore.replace_section(self.session, self.run_id, name, report[name])
+    def _timeline_with_store(self, started: float, early: bool):
+        """What the store calls just before it writes the timeline: the job's timeline with the worker's phases,
+        this store's seconds until now among them (for the early report, also when it was stored)."""
+
+        def finish(job_timeline: dict | None) -> dict:
+            now = time.time()
+            store = Recorder("worker")
+            store.add("store", started, now)
+            if early:
+                self.early_stored_unix = now
+            return merged(
+                job_timeline, self.requested, "request", self.worker, store, report_stored_unix=self.early_stored_unix
+            )
+
+        return finish
+
+    @contextmanager
+    def _rolled_back_on_error(self):
+        try:
+            yield
+        except Exception:
+            self.session.rollback()  # the job is killed (engine.sink); the session must be usable to fail the run
+            raise
 
 
 class Prestarter(threading.Thread):

@@ -7,6 +7,7 @@ import pytest
 
 from engine.job import JobRequest, run_job, warm_up_shared_pch
 from engine.sandbox import Isolation
+from tests.support import Collected
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 # Cheap configs: Dynamo and AOTAutograd only, no C++ compile.
@@ -37,16 +38,17 @@ def explore(tmp_path_factory):
         if key not in cache:
             with open(os.path.join(EXAMPLES, example + ".py")) as f:
                 code = f.read()
-            events, early = [], []
+            sink = Collected()
             job_dir = tmp_path_factory.mktemp(example)
             report = run_job(
                 JobRequest(code=code, filename=example + ".py", configs=list(configs), **request),
                 job_dir=str(job_dir),
-                on_event=events.append,
-                on_report=early.append,
+                sink=sink,
             )
-            report["_events"] = events
-            report["_early"] = early  # the report handed over before the warm compile (Inductor jobs)
+            assert sink.finals == [report]
+            report["_events"] = sink.events
+            report["_partial"] = sink.partials  # the report once the stages are collected, before the benchmarks
+            report["_early"] = sink.earlies  # the report handed over before the warm compile (Inductor jobs)
             cache[key] = report
         return cache[key]
 
@@ -55,11 +57,9 @@ def explore(tmp_path_factory):
 
 def run_code(tmp_path, code, **request):
     """One job on inline code (failure cases); returns (report, events)."""
-    events = []
-    report = run_job(
-        JobRequest(code=code, filename="model.py", **request), job_dir=str(tmp_path), on_event=events.append
-    )
-    return report, events
+    sink = Collected()
+    report = run_job(JobRequest(code=code, filename="model.py", **request), job_dir=str(tmp_path), sink=sink)
+    return report, sink.events
 
 
 @pytest.fixture(scope="session")

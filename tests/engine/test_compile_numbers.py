@@ -422,6 +422,17 @@ def test_the_report_is_handed_over_before_the_warm_compile_complete_but_for_it(s
     assert top[-2:] == ["write_report", "read_report"] and "process_exit" not in top
 
 
+def test_the_report_once_the_stages_are_collected_is_handed_over_once_before_the_benchmarks(seed):
+    """The sink's partial report (engine.sink): every stage's artifacts as the final report has them, no benchmark
+    yet, and the ``report`` stage as its last."""
+    (partial,) = seed["_partial"]
+    assert partial["status"] == "running"  # the schema's word for a report saved between stages
+    for stage in ("dynamo", "aot", "inductor"):
+        assert partial[stage] == seed[stage], stage
+    assert partial["runtime"]["benchmarks"] == [] and seed["runtime"]["benchmarks"]
+    assert [s["name"] for s in partial["stages"]][-1] == "report"
+
+
 # --- one name per count --------------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ import pytest
 from engine import events, jobgroup, sandbox
 from engine.job import JobRequest, run_job
 from engine.sandbox import Isolation
+from tests.support import Collected
 
 ATTACKS = os.path.join(os.path.dirname(__file__), "attacks")
 # Tight limits so each attack ends in seconds (the defaults are in docs/security.md). The memory limit is also each
@@ -24,13 +25,13 @@ def attack(name: str) -> str:
         return f.read()
 
 
-def run_attack(tmp_path, name: str, on_event=None, **limits) -> tuple[dict, float]:
+def run_attack(tmp_path, name: str, sink=None, **limits) -> tuple[dict, float]:
     job_dir = str(tmp_path / name)
     started = time.monotonic()
     report = run_job(
         JobRequest(code=attack(name), configs=["eager"], **{**LIMITS, **limits}),
         job_dir=job_dir,
-        on_event=on_event,
+        sink=sink,
         isolation=Isolation(),
         scratch=True,
     )
@@ -49,8 +50,9 @@ def leftover_cgroups() -> list[str]:
 
 
 def test_malformed_and_flooding_events_are_dropped_or_capped_and_the_job_succeeds(tmp_path):
-    received = []
-    report, _ = run_attack(tmp_path, "malformed_events", on_event=received.append)
+    sink = Collected()
+    report, _ = run_attack(tmp_path, "malformed_events", sink)
+    received = sink.events
     assert report["status"] == "ok", report["failure"]
     stages = [e for e in received if e["event"] == "stage"]
     assert all(isinstance(e["stage"], str) and len(e["stage"]) <= 32 for e in stages)
@@ -63,7 +65,7 @@ def test_a_failing_event_handler_kills_the_whole_job_at_once(tmp_path):
     def broken_database(event):
         raise RuntimeError("database is gone")
 
-    report, seconds = run_attack(tmp_path, "orphan_daemon", on_event=broken_database)
+    report, seconds = run_attack(tmp_path, "orphan_daemon", Collected(on_event=broken_database))
     assert seconds < 20
     failure = report["failure"]
     assert failure["kind"] == "internal_error" and "error id" in failure["message"]
