@@ -10,6 +10,10 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class JobLimits:
     time_limit_s: float = 900.0  # wall clock, the whole job
+    # Wall clock of each stage that runs only the user's own code: loading the file (torch's import included) and
+    # the eager reference run. An endless loop there ends in this, not the whole job's limit; every gallery and
+    # test model loads and runs eagerly in seconds.
+    user_code_time_limit_s: float = 90.0
     # RLIMIT_AS, CPU jobs only: CUDA reserves huge virtual address ranges, so GPU hosts need a cgroup or container
     # limit instead (None: not enforced per job).
     memory_limit_mb: int | None = 8192
@@ -18,6 +22,16 @@ class JobLimits:
     open_files_limit: int = 1024
     file_size_limit_mb: int = 256  # the largest single file (the user's stdout and report.json included)
     output_limit_mb: int = 1024  # everything in the job folder together
+    # The most cores the job's processes may use together, at one low CPU weight (cgroup cpu controller); None: the
+    # cores the worker is given.
+    cpu_cores: float | None = None
 
 
 DEFAULT_LIMITS = JobLimits()
+# Before the parent kills a job at its time limit, the child dumps every thread's stack (faulthandler) into its
+# folder, this long ahead, so the timeout can name the user's line.
+STACK_DUMP_FILE = "stack-at-time-limit.txt"
+STACK_DUMP_LEAD_S = 1.5
+# At the user-code limit the child itself dumps its stacks here and ends (engine.child.Job.user_code_starts): the
+# parent reads the file to say so and name the line.
+USER_CODE_STACK_FILE = "stack-at-user-code-limit.txt"

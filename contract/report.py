@@ -1045,6 +1045,10 @@ class Request(Model):
     time_limit_s: float
     memory_limit_mb: int | None
     """null for CUDA jobs"""
+    user_code_time_limit_s: float | None = None
+    """wall clock of each stage that runs only the user's code (load, eager); null in reports of engines before it"""
+    cpu_cores: float | None = None
+    """the most cores the job's processes may use together; null: the cores the worker is given"""
     cpu_time_limit_s: float | None
     """this and the limits below are null only in reports upgraded from v1 engines that had no such limit"""
     process_limit: int | None
@@ -1149,6 +1153,8 @@ class UserOutput(Model):
 
 class IsolationLimits(Model):
     time_limit_s: float | None = None
+    user_code_time_limit_s: float | None = None
+    cpu_cores: float | None = None
     cpu_time_limit_s: float | None = None
     memory_limit_mb: int | None = None
     process_limit: int | None = None
@@ -1162,6 +1168,8 @@ class IsolationEnforcement(Model):
     whole job)"`, `"tmpfs size of the job folder (kernel)"`, `"parent watchdog ..."`, `"not enforced ..."`."""
 
     time_limit_s: str | None = None
+    user_code_time_limit_s: str | None = None
+    cpu_cores: str | None = None
     cpu_time_limit_s: str | None = None
     memory_limit_mb: str | None = None
     process_limit: str | None = None

@@ -20,6 +20,7 @@ import traceback  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
+from contract.limits import STACK_DUMP_FILE, USER_CODE_STACK_FILE  # noqa: E402
 from contract.timeline import Recorder, merged  # noqa: E402
 from engine.reportfile import empty_report, failed_report, write_report  # noqa: E402
 
@@ -62,9 +63,14 @@ class Job:
             dump_at = prestart.stack_dump_at
             self.state.memory_bandwidth = prestart.memory_bandwidth  # the ladder uses it (engine.stages.runtime.ladder)
         self.prestarted = prestart is not None
-        if dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
-            self.stack_dump = open(os.path.join(job_dir, "stack-at-time-limit.txt"), "w")
-            faulthandler.dump_traceback_later(max(0.1, float(dump_at) - time.time()), file=self.stack_dump)
+        self.dump_at = float(dump_at) if dump_at else None
+        self.user_code_dump = None  # while the user's own code runs under its limit (user_code_starts)
+        if self.dump_at:  # every thread's stack, just before the parent's time limit: the timeout then names the line
+            self.stack_dump = open(os.path.join(job_dir, STACK_DUMP_FILE), "w")
+            self._dump_stack_at(self.dump_at)
+
+    def _dump_stack_at(self, unix_s: float) -> None:
+        faulthandler.dump_traceback_later(max(0.1, unix_s - time.time()), file=self.stack_dump)
 
     def emit(self, event: dict) -> None:
         event.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))
@@ -90,7 +96,28 @@ class Job:
         self.emit({"event": "stage", "stage": stage, "state": "started", **extra})
         return self._begun[key]
 
+    def user_code_starts(self) -> None:
+        """The user's own code runs from here until this stage ends (loading the file, the eager run): it has a
+        wall-clock limit of its own, user_code_time_limit_s, so an endless loop ends in seconds rather than at the
+        job's limit. At the limit faulthandler's watchdog thread (no GIL needed, so a loop in C code ends too) dumps
+        every stack into USER_CODE_STACK_FILE and ends this process; the parent then says which limit and line. Not
+        a security boundary (the user's code could cancel it): the job's own time limit is."""
+        limit = self.request["user_code_time_limit_s"]
+        if self.dump_at is None or time.time() + limit < self.dump_at:
+            self.user_code_dump = open(os.path.join(self.job_dir, USER_CODE_STACK_FILE), "w")
+            faulthandler.dump_traceback_later(limit, exit=True, file=self.user_code_dump)
+
+    def user_code_ends(self) -> None:
+        """The user's code has returned (or raised): only the job's own limit is left."""
+        if self.user_code_dump is not None:
+            self.user_code_dump = None
+            if self.dump_at:
+                self._dump_stack_at(self.dump_at)
+            else:
+                faulthandler.cancel_dump_traceback_later()
+
     def end(self, stage: str, t0: float, seconds: float | None = None, **extra) -> None:
+        self.user_code_ends()
         begun = self._phase_begun.pop(f"{stage}:{extra.get('config')}", None)
         if begun is not None and stage in STAGE_PHASES:
             # Phases follow each other: one begun before the last ended (load, begun before the imports) starts
@@ -266,6 +293,7 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a report; the parent classifies crashes
         if os.getpid() != job_pid:  # a copy the user's code forked (a fork bomb): only the job itself reports
             os._exit(1)
+        job.user_code_ends()
         job.report = _failure_report(job, exc)
         # Kind and message also by event: the parent still knows them if the report cannot be written (a full
         # job folder).

@@ -36,6 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument(
         "--time-limit", type=float, default=DEFAULT_LIMITS.time_limit_s, help="seconds before the job is killed"
     )
+    explore.add_argument(
+        "--user-code-time-limit",
+        type=float,
+        default=DEFAULT_LIMITS.user_code_time_limit_s,
+        help="seconds each stage that runs only your code (loading the file, the eager run) may take",
+    )
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     explore.add_argument(
         "--no-warm-compile",
@@ -82,6 +88,7 @@ def explore_command(args) -> int:
         train=args.train,
         configs=[c for c in args.configs.split(",") if c],
         time_limit_s=args.time_limit,
+        user_code_time_limit_s=args.user_code_time_limit,
         warm_compile=args.warm_compile,
         measuring_processes=args.measuring_processes,
     )

@@ -24,12 +24,12 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from contract.limits import DEFAULT_LIMITS, JobLimits
+from contract.limits import DEFAULT_LIMITS, STACK_DUMP_FILE, STACK_DUMP_LEAD_S, USER_CODE_STACK_FILE, JobLimits
 from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
 from contract.vocab import MEASURING_PROCESSES, ConfigError, new_error_id, parse_configs
 from engine import events, sandbox, seccomp
-from engine.jobgroup import JobGroup
+from engine.jobgroup import FORK_REFUSALS_S, JobGroup
 from engine.reportfile import failed_report
 from engine.sink import ReportSink
 
@@ -38,14 +38,16 @@ USER_OUTPUT_LIMIT = 64 * 1024  # bytes of the user's stdout/stderr kept in the r
 OUTPUT_CHECK_INTERVAL_S = 0.25
 FULL_SPACE_BYTES = 1024 * 1024  # a tmpfs job folder with less free is full (a report needs more)
 EXIT_GRACE_S = 10.0  # after the child closed its event pipe, how long it may take to exit before it is killed
-STACK_DUMP_FILE = "stack-at-time-limit.txt"  # written by the child (faulthandler) just before the time limit
-STACK_DUMP_LEAD_S = 1.5
 STACK_FRAME = re.compile(r'File "([^"\n]*)", line (\d+)')
 # CPU seconds a prestarted child may spend before its job is handed over: importing torch, torch._dynamo,
 # Inductor and the engine's stages (measured 2.5-4.5 s of CPU on the 2-core machine) and the memory bandwidth
 # copies (under 1 s), with room for a slower machine. RLIMIT_CPU is set when the sandbox starts, so such a child
 # runs under the job's CPU time limit plus this (docs/security.md); every other limit is the job's own.
 PRESTART_CPU_S = 20
+# Where the job has a cgroup, RLIMIT_NPROC (per uid, checked before the cgroup) sits this far above pids.max: the
+# kernel then refuses a fork at the cgroup's limit and counts it, which is how a fork bomb is told from a job that
+# hit its limit once (_Pump._forks_keep_being_refused) and how a failure is named `processes`.
+NPROC_ABOVE_PIDS_MAX = 8
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +61,14 @@ class JobRequest:
     configs: list[str] = field(default_factory=list)  # empty: the device's default ladder
     # Limits: contract.limits.JobLimits says what each one bounds; docs/security.md why each default.
     time_limit_s: float = DEFAULT_LIMITS.time_limit_s
+    user_code_time_limit_s: float = DEFAULT_LIMITS.user_code_time_limit_s
     memory_limit_mb: int | None = DEFAULT_LIMITS.memory_limit_mb
     cpu_time_limit_s: float = DEFAULT_LIMITS.cpu_time_limit_s
     process_limit: int = DEFAULT_LIMITS.process_limit
     open_files_limit: int = DEFAULT_LIMITS.open_files_limit
     file_size_limit_mb: int = DEFAULT_LIMITS.file_size_limit_mb
     output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
+    cpu_cores: float | None = DEFAULT_LIMITS.cpu_cores
     # False: no warm-compile (measuring) processes after an Inductor rung (engine/stages/runtime/warm_compile.py),
     # about half of such a job; its cold-vs-warm figures then say "not requested".
     warm_compile: bool = True
@@ -157,6 +161,7 @@ def _hold(request: JobRequest, job_dir: str, isolation: sandbox.Isolation, scrat
         f"pt2scope-job-{os.getpid()}-{secrets.token_hex(4)}",
         None if request.memory_limit_mb is None else request.memory_limit_mb * 1024 * 1024,
         request.process_limit,
+        request.cpu_cores,
     )
     cleanup.callback(group.close)
     return _Held(job_dir, lease.uid, group, job_space, cleanup)
@@ -224,6 +229,8 @@ def _spawn(
         cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b")) for name in ("stdout", "stderr")
     )
     env = _child_env(job_dir, write_fd, request, go_fd=go_read)
+    if group.enforced:  # the cgroup's pids.max refuses first, so the kernel counts each refusal (pids.events)
+        request = replace(request, process_limit=request.process_limit + NPROC_ABOVE_PIDS_MAX)
     spawned_unix = time.time()
     inherited = (write_fd, seccomp_fd, status_write, go_read)
     try:
@@ -340,6 +347,8 @@ def _run(
             isolation,
             request,
             group=group.describe(),
+            cpu=group.describe_cpu(),
+            cpu_cores=group.cpu_cores,
             job_space=held.job_space,
             seccomp=isolation.mode == "bubblewrap" and seccomp.program() is not None,
         )
@@ -491,6 +500,32 @@ def _stopped_report(
             "the job was killed. Use smaller inputs or fewer configs.",
             file=file if line else None,
             line=line,
+            partial=partial,
+        )
+    if pump.killed_for is None and _stack_dump(job_dir, USER_CODE_STACK_FILE):  # the child ended at that limit
+        file, line = _line_at_timeout(job_dir, request.filename, USER_CODE_STACK_FILE)
+        where = f" at {file}:{line}" if line else ""
+        return failed_report(
+            request_dict,
+            stage,
+            "timeout",
+            f"your code ran for {request.user_code_time_limit_s:g} s in stage '{stage}'{where} without finishing "
+            "(the limit of each stage that runs only your code: loading the file, the eager run); the job was "
+            "stopped. An endless loop? If the model really needs longer, raise the limit "
+            "(PT2SCOPE_USER_CODE_TIME_LIMIT, or explore --user-code-time-limit).",
+            file=file if line else None,
+            line=line,
+            partial=partial,
+        )
+    if pump.killed_for == "processes":
+        return failed_report(
+            request_dict,
+            stage,
+            "processes",
+            f"process limit of {request.process_limit} processes and threads reached during stage '{stage}', and "
+            f"the job kept starting more: the kernel refused {pump.forks_refused} forks, for "
+            f"{FORK_REFUSALS_S:g} s on end (a fork bomb?); every process of the job was killed. Start fewer "
+            "processes or threads.",
             partial=partial,
         )
     if pump.killed_for == "output_limit":
@@ -657,8 +692,8 @@ class _Pump:
     """Hand the child's events (and its report once the stages are collected) to the sink until the child ends, a
     limit is reached or the sink fails.
 
-    Afterwards ``last_stage`` is the stage the job was in; ``killed_for`` None, "timeout", "output_limit" or
-    "memory" (the watchdog's, without a cgroup); ``failure`` (kind, message) when the sink raised. On any of
+    Afterwards ``last_stage`` is the stage the job was in; ``killed_for`` None, "timeout", "processes" (forks
+    refused for FORK_REFUSALS_S), "output_limit" or "memory" (the watchdog's, without a cgroup); ``failure`` (kind, message) when the sink raised. On any of
     those the whole job has been killed.
     """
 
@@ -685,6 +720,7 @@ class _Pump:
         self.failed_event = None  # the child's own "failed" event, with the failure's kind and message
         self.on_early_report = None  # called once when the warm compile starts: the report before it is written
         self.partial_pending = True
+        self.forks_refused, self.refused_since = 0, None  # the kernel's count; since when it grows every poll
 
     def run(self) -> None:
         output_limit = self.request.output_limit_mb * 1024 * 1024
@@ -700,6 +736,8 @@ class _Pump:
                 return self._kill("timeout")
             if now - checked_at >= OUTPUT_CHECK_INTERVAL_S:
                 checked_at = now
+                if self._forks_keep_being_refused(now):
+                    return self._kill("processes")
                 if self.watch_space and _disk_usage(self.job_dir, self.group.pids()) > output_limit:
                     return self._kill("output_limit")
                 self._note_full_space()
@@ -760,6 +798,16 @@ class _Pump:
                 self._note(event)
                 if not self._forward(event):
                     return
+
+    def _forks_keep_being_refused(self, now: float) -> bool:
+        """The kernel refused a fork at the process limit in every poll for FORK_REFUSALS_S (cgroup only)."""
+        refused = self.group.counter("pids_hit")
+        if refused > self.forks_refused:
+            self.refused_since = self.refused_since or now
+        else:
+            self.refused_since = None
+        self.forks_refused = refused
+        return self.refused_since is not None and now - self.refused_since >= FORK_REFUSALS_S
 
     def _note(self, event: dict) -> None:
         self.last_stage = event["stage"]
@@ -828,14 +876,21 @@ class _Pump:
         self.group.kill_all()
 
 
-def _line_at_timeout(job_dir: str, filename: str) -> tuple[str | None, int | None]:
-    """The user's innermost line in the stack the child dumped just before the time limit (faulthandler)."""
+def _stack_dump(job_dir: str, name: str) -> str:
+    """A stack dump the child wrote (faulthandler), read as untrusted data: at most 256 KiB, "" when none."""
     try:
-        fd = os.open(os.path.join(job_dir, STACK_DUMP_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(os.path.join(job_dir, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return None, None
+        return ""
     with os.fdopen(fd, "rb") as f:
-        text = f.read(256 * 1024).decode("utf-8", "replace")
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return ""
+        return f.read(256 * 1024).decode("utf-8", "replace")
+
+
+def _line_at_timeout(job_dir: str, filename: str, dump: str = STACK_DUMP_FILE) -> tuple[str | None, int | None]:
+    """The user's innermost line in the stack the child dumped just before a limit (faulthandler)."""
+    text = _stack_dump(job_dir, dump)
     user_file = os.path.join(job_dir, filename)
     for match in STACK_FRAME.finditer(text):
         if match.group(1) in (user_file, filename):

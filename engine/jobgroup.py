@@ -3,7 +3,10 @@
 Where the worker may create cgroups (a root worker on cgroup v1, or a delegated cgroup v2 subtree), each job gets
 its own: the kernel then enforces the job's memory (all its processes together, swap included) and its number of
 processes and threads, counts what hit a limit (so a failure names the right one), and lists every process of
-the job, whatever it forked, double-forked or daemonised, so the parent can kill them all. Without cgroups the
+the job, whatever it forked, double-forked or daemonised, so the parent can kill them all. Where the cpu controller
+is there too, the job's processes share one CPU weight, lower than any other process's on the host (the web
+server, the worker, other jobs), and at most the cores the job is given: a job of a thousand spinning processes
+weighs as one. Without cgroups the
 parent falls back to a watchdog: the processes descending from the job's first process, their resident memory
 summed every poll. Parent side only; pure Python.
 """
@@ -15,6 +18,13 @@ import signal
 import time
 
 CGROUP_ROOT = "/sys/fs/cgroup"
+# A job whose forks the kernel has refused at its process limit in every poll for this long keeps trying (a fork
+# bomb whose copies catch the error, or outlive the job's own process): it is ended then, not at its time limit.
+FORK_REFUSALS_S = 2.0
+# A job's processes together weigh this much in the CPU scheduler against one other process's default (cgroup v1
+# cpu.shares 1024, v2 cpu.weight 100): under contention the web server and the worker run first.
+CPU_WEIGHT_SHARE = 0.5
+CPU_PERIOD_US = 100_000
 # The files of each cgroup version: limits written at creation, counters read when the job ends.
 V1 = {
     "memory": ("memory", "memory.limit_in_bytes"),
@@ -23,6 +33,9 @@ V1 = {
     "oom": ("memory", "memory.oom_control", "oom_kill"),
     "pids_hit": ("pids", "pids.events", "max"),
     "peak": ("memory", "memory.max_usage_in_bytes"),
+    "cpu_weight": ("cpu", "cpu.shares"),
+    "cpu_quota": ("cpu", "cpu.cfs_quota_us"),
+    "cpu_period": ("cpu", "cpu.cfs_period_us"),
 }
 V2 = {
     "memory": ("", "memory.max"),
@@ -31,23 +44,34 @@ V2 = {
     "oom": ("", "memory.events", "oom_kill"),
     "pids_hit": ("", "pids.events", "max"),
     "peak": ("", "memory.peak"),
+    "cpu_weight": ("", "cpu.weight"),
+    "cpu_max": ("", "cpu.max"),
 }
 
 
 class JobGroup:
     """One job's processes. ``cgroup`` is None when the machine gives us none: then the watchdog measures."""
 
-    def __init__(self, name: str, memory_bytes: int | None, process_limit: int):
+    def __init__(self, name: str, memory_bytes: int | None, process_limit: int, cpu_cores: float | None = None):
+        """``cpu_cores``: the most cores the job's processes may use together (None: the cores this process may
+        run on, as a worker is given them)."""
         self.memory_bytes, self.process_limit = memory_bytes, process_limit
+        self.cpu_cores = cpu_cores or float(len(os.sched_getaffinity(0)))
         self.root_pid: int | None = None
         self.dirs: dict[str, str] = {}  # controller ("" for v2) -> this job's cgroup folder
         self.files = V1
+        self.cpu_limited = False  # the job's processes share one CPU weight and quota (the cpu controller)
         self._join_fds: list[int] = []
         try:
             self._create(name)
         except OSError:
             self._remove_dirs()
             self.dirs = {}
+        if self.dirs:
+            self._limit_cpu(name)
+        self._join_fds = [
+            os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()
+        ]
 
     @property
     def enforced(self) -> bool:
@@ -58,6 +82,16 @@ class JobGroup:
         if not self.dirs:
             return "watchdog"
         return "cgroup v2" if self.files is V2 else "cgroup v1"
+
+    def describe_cpu(self) -> str:
+        """What limits the job's CPU, in words (report["isolation"], the worker's start line)."""
+        if not self.cpu_limited:
+            return "not limited: no cpu cgroup controller for the worker (its processes compete one by one)"
+        weight = "cpu.shares" if self.files is V1 else "cpu.weight"
+        return (
+            f"{self.describe()} {weight} (the job's processes together weigh {CPU_WEIGHT_SHARE:g} of one other "
+            f"process) and a quota of {self.cpu_cores:g} cores"
+        )
 
     def _create(self, name: str) -> None:
         if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):
@@ -78,9 +112,28 @@ class JobGroup:
             except OSError:  # no swap accounting on this kernel: there is then no swap to escape to either
                 pass
         self._write("pids", str(self.process_limit))
-        self._join_fds = [
-            os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs.values()
-        ]
+
+    def _limit_cpu(self, name: str) -> None:
+        """One weight and a quota for the job's processes together, where the cpu controller is ours to use (v1:
+        its own hierarchy; v2: enabled for our subtree); else the job runs without (describe_cpu says so)."""
+        quota = int(self.cpu_cores * CPU_PERIOD_US)
+        try:
+            if self.files is V1:
+                folder = os.path.join(CGROUP_ROOT, "cpu", _own_cgroup("cpu")[1:], name)
+                os.mkdir(folder)
+                self.dirs["cpu"] = folder
+                self._write("cpu_weight", str(int(1024 * CPU_WEIGHT_SHARE)))
+                self._write("cpu_period", str(CPU_PERIOD_US))
+                self._write("cpu_quota", str(quota))
+            else:
+                with open(os.path.join(os.path.dirname(self.dirs[""]), "cgroup.subtree_control")) as f:
+                    if "cpu" not in f.read().split():
+                        return
+                self._write("cpu_weight", str(int(100 * CPU_WEIGHT_SHARE)))
+                self._write("cpu_max", f"{quota} {CPU_PERIOD_US}")
+        except (OSError, FileNotFoundError):
+            return
+        self.cpu_limited = True
 
     def join_in_child(self) -> None:
         """Popen's preexec_fn: the new process enters the job's cgroups before it runs anything (no allocation,
@@ -180,18 +233,33 @@ class JobGroup:
                     time.sleep(0.02)
 
 
+def probe() -> tuple[bool, str]:
+    """Whether each job gets a cgroup with its CPU limited on this host, and what confines a job's processes, in
+    words (the worker's start line and /status), from a throw-away group."""
+    group = JobGroup(f"pt2scope-job-{os.getpid()}-probe", None, 1)
+    try:
+        if not group.enforced:
+            return False, (
+                "no cgroup for jobs (the worker is not root and has no delegated cgroup subtree): memory by the "
+                "parent's watchdog, processes by RLIMIT_NPROC, CPU not limited (one job's processes can take every "
+                "core)"
+            )
+        return group.cpu_limited, f"a {group.describe()} per job (memory, processes); CPU: {group.describe_cpu()}"
+    finally:
+        group.close()
+
+
 def remove_stale(older_than_s: float = 60.0) -> list[str]:
     """Remove job cgroups left empty by a worker that died mid-job (its jobs' processes killed since); a cgroup
     younger than ``older_than_s`` may belong to a job that is just starting, and is left alone."""
     removed = []
-    try:
-        parents = (
-            [os.path.join(CGROUP_ROOT, _own_cgroup("")[1:])]
-            if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
-            else [os.path.join(CGROUP_ROOT, c, _own_cgroup(c)[1:]) for c in ("memory", "pids")]
-        )
-    except (OSError, FileNotFoundError):
-        return removed
+    v2 = os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
+    parents = []
+    for controller in ("",) if v2 else ("memory", "pids", "cpu"):
+        try:
+            parents.append(os.path.join(CGROUP_ROOT, controller, _own_cgroup(controller)[1:]))
+        except (OSError, FileNotFoundError):
+            pass
     for parent in parents:
         try:
             names = [n for n in os.listdir(parent) if n.startswith("pt2scope-job-")]

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 
 from contract.vocab import ISOLATION_MODES as MODES
+from engine import jobgroup
 
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_ROOT = os.path.dirname(ENGINE_DIR)
@@ -118,36 +119,22 @@ def child_command(
 
 
 def describe(
-    isolation: Isolation, request, *, group: str = "watchdog", job_space: bool = False, seccomp: bool = False
+    isolation: Isolation,
+    request,
+    *,
+    group: str = "watchdog",
+    cpu: str = "not limited",
+    cpu_cores: float | None = None,
+    job_space: bool = False,
+    seccomp: bool = False,
 ) -> dict:
     """report["isolation"]: what confined this job, each limit and what enforces it.
 
-    ``group``: engine.jobgroup.JobGroup.describe() ("cgroup v1", "cgroup v2" or "watchdog"); ``job_space``: the job
-    folder was a size-limited tmpfs; ``seccomp``: the seccomp filter was installed."""
+    ``group``: engine.jobgroup.JobGroup.describe() ("cgroup v1", "cgroup v2" or "watchdog"); ``cpu``: its
+    describe_cpu() and ``cpu_cores`` the cores it allows; ``job_space``: the job folder was a size-limited tmpfs; ``seccomp``: the seccomp filter was
+    installed."""
     sandboxed = isolation.mode == "bubblewrap"
-    cgroup = group != "watchdog"
-    enforced = {
-        "time_limit_s": "parent (wall clock)",
-        "cpu_time_limit_s": "RLIMIT_CPU",
-        "memory_limit_mb": (
-            f"{group} (the job's processes together, its tmpfs files included) and RLIMIT_AS (each process)"
-            if cgroup
-            else "parent watchdog (resident memory of the job's processes together, every "
-            "0.25 s) and RLIMIT_AS (each process)"
-        ),
-        "process_limit": f"{group} pids.max (the whole job)" if cgroup else "RLIMIT_NPROC",
-        "open_files_limit": "RLIMIT_NOFILE",
-        "file_size_limit_mb": "RLIMIT_FSIZE",
-        "output_limit_mb": (
-            "tmpfs size of the job folder (kernel)"
-            if job_space
-            else "parent (the job folder and deleted files the job holds open, every 0.25 s)"
-        ),
-    }
-    if not cgroup and not sandboxed and os.geteuid() == 0:
-        enforced["process_limit"] = "not enforced (RLIMIT_NPROC does not apply to root without the sandbox)"
-    if request.memory_limit_mb is None:
-        enforced["memory_limit_mb"] = "not enforced per job (CUDA: use a cgroup or container memory limit)"
+    enforced = _enforced_by(request, sandboxed, group, cpu, job_space)
     return {
         "mode": isolation.mode,
         "network": "none (own empty network namespace)" if sandboxed else "the worker's network",
@@ -170,9 +157,43 @@ def describe(
         ),
         "shared_pch": bool(sandboxed and _shared_pch_files(isolation)),
         "shared_kernel_cache": kernel_store_id(isolation) if sandboxed else None,
-        "limits": {name: getattr(request, name) for name in enforced},
+        "limits": {**{name: getattr(request, name) for name in enforced}, "cpu_cores": cpu_cores},
         "enforced_by": enforced,
     }
+
+
+def _enforced_by(request, sandboxed: bool, group: str, cpu: str, job_space: bool) -> dict:
+    """What enforces each limit of this job, in words (report["isolation"]["enforced_by"])."""
+    cgroup = group != "watchdog"
+    enforced = {
+        "time_limit_s": "parent (wall clock)",
+        "user_code_time_limit_s": "the child (faulthandler's watchdog ends it; wall clock of each stage load and eager)",
+        "cpu_cores": cpu,
+        "cpu_time_limit_s": "RLIMIT_CPU",
+        "memory_limit_mb": (
+            f"{group} (the job's processes together, its tmpfs files included) and RLIMIT_AS (each process)"
+            if cgroup
+            else "parent watchdog (resident memory of the job's processes together, every "
+            "0.25 s) and RLIMIT_AS (each process)"
+        ),
+        "process_limit": (
+            f"{group} pids.max (the whole job; ended once its forks are refused for {jobgroup.FORK_REFUSALS_S:g} s)"
+            if cgroup
+            else "RLIMIT_NPROC"
+        ),
+        "open_files_limit": "RLIMIT_NOFILE",
+        "file_size_limit_mb": "RLIMIT_FSIZE",
+        "output_limit_mb": (
+            "tmpfs size of the job folder (kernel)"
+            if job_space
+            else "parent (the job folder and deleted files the job holds open, every 0.25 s)"
+        ),
+    }
+    if not cgroup and not sandboxed and os.geteuid() == 0:
+        enforced["process_limit"] = "not enforced (RLIMIT_NPROC does not apply to root without the sandbox)"
+    if request.memory_limit_mb is None:
+        enforced["memory_limit_mb"] = "not enforced per job (CUDA: use a cgroup or container memory limit)"
+    return enforced
 
 
 def check(isolation: Isolation) -> str:

@@ -282,6 +282,7 @@ class LoadStage(Stage):
             raise UserCodeError("no_device", "this worker has no CUDA device: choose device cpu")
         with open(os.path.join(job.job_dir, filename)) as f:
             source = f.read()
+        job.user_code_starts()
         program = load(source, filename, device, req.get("train"))
         job.report["request"]["train_effective"] = program.train
         state = job.state

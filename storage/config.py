@@ -32,6 +32,7 @@ class Settings:
     isolation: str = "bubblewrap"
     # Per-job limits beyond the time limit (contract/limits.py: the defaults engine.job.JobRequest also uses).
     cpu_time_limit_s: float = DEFAULT_LIMITS.cpu_time_limit_s
+    user_code_time_limit_s: float = DEFAULT_LIMITS.user_code_time_limit_s
     memory_limit_mb: int | None = (
         DEFAULT_LIMITS.memory_limit_mb
     )  # CPU jobs only (RLIMIT_AS); GPU: a cgroup/container limit
@@ -39,6 +40,7 @@ class Settings:
     open_files_limit: int = DEFAULT_LIMITS.open_files_limit
     file_size_limit_mb: int = DEFAULT_LIMITS.file_size_limit_mb
     output_limit_mb: int = DEFAULT_LIMITS.output_limit_mb
+    cpu_cores: float | None = DEFAULT_LIMITS.cpu_cores
     report_limit_mb: int = 256  # one run's report as stored (sections, outlines, graphs); larger ones are refused
     # Workers compile a trusted precompiled header once at start and share it read-only with every CPU job.
     pch_warmup: bool = True
@@ -109,9 +111,7 @@ class Settings:
         defaults: dict[str, Any] = {f.name: f.default for f in fields(cls)}
         for name, variable in SECURITY_ENV.items():
             if variable in env:
-                kind = type(defaults[name])
-                value = env[variable]
-                overrides.setdefault(name, value.lower() in ("1", "true", "yes", "on") if kind is bool else kind(value))
+                overrides.setdefault(name, _parsed(env[variable], defaults[name]))
         settings = replace(settings, **overrides)
         if settings.isolation not in ISOLATION_MODES:
             raise ValueError(f"PT2SCOPE_ISOLATION={settings.isolation!r}: choose one of {', '.join(ISOLATION_MODES)}")
@@ -130,20 +130,32 @@ class Settings:
             **{
                 variable: str(getattr(self, name))
                 for name, variable in SECURITY_ENV.items()
-                if getattr(self, name) != ""
+                if getattr(self, name) not in ("", None)
             },
         }
+
+
+def _parsed(value: str, default):
+    """An environment variable's text as the type of its setting's default (a None default: a number, or None for
+    "" or "none")."""
+    if isinstance(default, bool):
+        return value.lower() in ("1", "true", "yes", "on")
+    if default is None:
+        return None if value.strip().lower() in ("", "none") else float(value)
+    return type(default)(value)
 
 
 # The security settings' environment variables (docs/security.md has each default and what it does).
 SECURITY_ENV = {
     "isolation": "PT2SCOPE_ISOLATION",
     "cpu_time_limit_s": "PT2SCOPE_CPU_TIME_LIMIT",
+    "user_code_time_limit_s": "PT2SCOPE_USER_CODE_TIME_LIMIT",
     "memory_limit_mb": "PT2SCOPE_MEMORY_LIMIT_MB",
     "process_limit": "PT2SCOPE_PROCESS_LIMIT",
     "open_files_limit": "PT2SCOPE_OPEN_FILES_LIMIT",
     "file_size_limit_mb": "PT2SCOPE_FILE_SIZE_LIMIT_MB",
     "output_limit_mb": "PT2SCOPE_OUTPUT_LIMIT_MB",
+    "cpu_cores": "PT2SCOPE_JOB_CPU_CORES",
     "report_limit_mb": "PT2SCOPE_REPORT_LIMIT_MB",
     "pch_warmup": "PT2SCOPE_PCH_WARMUP",
     "kernel_cache_gallery": "PT2SCOPE_KERNEL_CACHE_GALLERY",

@@ -25,8 +25,18 @@ def test_settings_without_environment_give_the_shared_defaults(monkeypatch, tmp_
 def test_settings_from_the_environment_reach_the_request(monkeypatch, tmp_path):
     monkeypatch.setenv("PT2SCOPE_JOB_TIME_LIMIT", "30")
     monkeypatch.setenv("PT2SCOPE_PROCESS_LIMIT", "64")
-    request = JobRequest(code="", **Settings.from_env(instance_path=str(tmp_path)).job_limits())
+    monkeypatch.setenv("PT2SCOPE_USER_CODE_TIME_LIMIT", "20")
+    monkeypatch.setenv("PT2SCOPE_JOB_CPU_CORES", "1.5")
+    settings = Settings.from_env(instance_path=str(tmp_path))
+    request = JobRequest(code="", **settings.job_limits())
     assert (request.time_limit_s, request.process_limit) == (30.0, 64)
+    assert (request.user_code_time_limit_s, request.cpu_cores) == (20.0, 1.5)
+    # A worker gets the same settings through its environment (workers.launch), the unset cores included.
+    monkeypatch.delenv("PT2SCOPE_JOB_CPU_CORES")
+    unset = Settings.from_env(instance_path=str(tmp_path))
+    for variable, value in unset.to_env().items():
+        monkeypatch.setenv(variable, value)
+    assert Settings.from_env(instance_path=str(tmp_path)) == unset and unset.cpu_cores is None
 
 
 class _Stop(Exception):

@@ -16,6 +16,8 @@ import shutil
 import subprocess
 from importlib import metadata
 
+from engine import jobgroup
+
 # Triton ships as "triton" with release wheels of torch and as "pytorch-triton" with nightly ones.
 TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton")
 
@@ -28,6 +30,7 @@ def describe() -> dict:
         "torch": package_version("torch"),
         "triton": next(filter(None, map(package_version, TRITON_DISTRIBUTIONS)), None),
         "python": platform.python_version(),
+        "job_limits": jobgroup.probe()[1],  # what confines each job's processes (cgroup, CPU) on this host
     }
 
 

@@ -15,7 +15,7 @@ from celery import signals
 
 from contract.timeline import Recorder, merged
 from contract.vocab import new_error_id
-from engine import sandbox
+from engine import jobgroup, sandbox
 from engine.job import JobRequest, PrestartedChild, run_job, warm_up_kernel_cache, warm_up_shared_pch
 from engine.sink import ReportSink
 from storage import runstore
@@ -276,6 +276,8 @@ def _check_isolation(sender, **_):
         os._exit(3)  # Celery would log a SystemExit from a signal handler and carry on
     level = "WARNING" if settings.isolation == "none" else "INFO"
     print(f"{level}: pt2scope worker {line}", file=sys.stderr, flush=True)
+    cpu_limited, limits = jobgroup.probe()
+    print(f"{'INFO' if cpu_limited else 'WARNING'}: pt2scope worker job limits: {limits}", file=sys.stderr, flush=True)
     gallery = settings.kernel_cache_files()
     if settings.isolation == "bubblewrap" and (settings.pch_warmup or gallery):
         threading.Thread(

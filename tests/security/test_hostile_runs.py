@@ -9,6 +9,7 @@ import urllib.request
 
 import pytest
 
+from engine import jobgroup
 from engine.jobgroup import JobGroup
 from storage.config import PROJECT_ROOT
 from tests.support import SEED, Worker, make_settings, submittable, wait_for_run, wait_until
@@ -81,9 +82,18 @@ def test_the_report_says_which_isolation_was_in_force(site):
     isolation = client.get(f"/api/runs/{run_id}/report").get_json()["isolation"]
     assert isolation["mode"] == "bubblewrap" and isolation["limits"]["process_limit"] == 64
     whole_job = JobGroup("pt2scope-probe-%d" % os.getpid(), None, 1)  # does this machine give jobs a cgroup?
-    expected = f"{whole_job.describe()} pids.max (the whole job)" if whole_job.enforced else "RLIMIT_NPROC"
+    expected = (
+        f"{whole_job.describe()} pids.max (the whole job; ended once its forks are refused for "
+        f"{jobgroup.FORK_REFUSALS_S:g} s)"
+        if whole_job.enforced
+        else "RLIMIT_NPROC"
+    )
+    cpu, cpu_limited = whole_job.describe_cpu(), whole_job.cpu_limited
     whole_job.close()
     assert isolation["enforced_by"]["process_limit"] == expected
+    # The job's processes share one low CPU weight and at most the worker's cores (here: the cpu controller).
+    assert isolation["enforced_by"]["cpu_cores"] == cpu and cpu_limited, cpu
+    assert isolation["limits"]["cpu_cores"] == len(os.sched_getaffinity(0))
     overview = client.get(f"/r/{run_id}").get_data(as_text=True)
     assert 'id="overview-isolation"' in overview and "bubblewrap" in overview
 

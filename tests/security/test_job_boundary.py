@@ -4,6 +4,7 @@ no cgroup, no disk space)."""
 
 import json
 import os
+import threading
 import time
 
 import pytest
@@ -131,6 +132,59 @@ def test_each_failure_names_its_real_cause(tmp_path, name, kind, message):
     assert seconds < 100, seconds
     if name == "sleeping_loop":
         assert report["failure"]["line"] == 7
+
+
+def test_a_fork_bomb_whose_copies_keep_trying_ends_in_seconds_as_processes(tmp_path):
+    """Copies that catch the refusal and fork again never let the job's own process fail: the parent ends the job
+    once the kernel has refused its forks in every poll for FORK_REFUSALS_S (before: at the time limit)."""
+    report, seconds = run_attack(tmp_path, "fork_bomb_persistent", memory_limit_mb=8192)
+    failure = report["failure"]
+    assert failure["kind"] == "processes", failure
+    assert "process limit of 64 processes and threads reached during stage 'load'" in failure["message"]
+    refused = int(failure["message"].split("the kernel refused ")[1].split()[0])
+    assert refused > 0 and f"for {jobgroup.FORK_REFUSALS_S:g} s on end" in failure["message"]
+    assert seconds < LIMITS["time_limit_s"] / 2, seconds  # far from the 60 s limit that ended it before
+    assert leftover_cgroups() == []
+
+
+@pytest.mark.parametrize("name, stage, line", [("endless_loop", "load", 5), ("endless_forward", "eager", 8)])
+def test_an_endless_loop_of_the_users_code_ends_at_its_own_limit_naming_the_line(tmp_path, name, stage, line):
+    report, seconds = run_attack(tmp_path, name, user_code_time_limit_s=5.0)
+    failure = report["failure"]
+    assert failure["kind"] == "timeout" and failure["stage"] == stage, failure
+    assert failure["message"].startswith(f"your code ran for 5 s in stage '{stage}' at model.py:{line}"), failure
+    assert "PT2SCOPE_USER_CODE_TIME_LIMIT" in failure["message"] and failure["line"] == line
+    assert seconds < LIMITS["time_limit_s"] / 2, seconds  # the job's own 60 s limit is not what ended it
+    assert report["isolation"]["limits"]["user_code_time_limit_s"] == 5.0
+
+
+def test_a_jobs_spinning_processes_together_get_less_cpu_than_one_process_outside_it(tmp_path):
+    """The job's cgroup has one CPU weight for all its processes (engine.jobgroup.CPU_WEIGHT_SHARE of one other
+    process): while eight of them spin, each in a session of its own, a spinning thread of this process (as the web
+    server would be) still gets most of a core. Without the cpu controller it would get about 2 cores / 9 runnable
+    (the kernel's autogroup weighs each session as one; sessions are the user's to make)."""
+    finished = []
+    job = threading.Thread(target=lambda: finished.append(run_attack(tmp_path, "cpu_hog", memory_limit_mb=8192)))
+    job.start()
+    try:
+
+        def spinning() -> bool:
+            procs = [os.path.join(d, "cgroup.procs") for d in leftover_cgroups() if "/pids/" in d]
+            return any(len(open(p).read().split()) >= 8 for p in procs if os.path.exists(p))
+
+        deadline = time.monotonic() + 60
+        while not spinning() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert spinning(), "the hog's eight processes never ran"
+        wall, cpu = time.monotonic(), time.thread_time()
+        while time.monotonic() - wall < 3.0:
+            pass
+        share = (time.thread_time() - cpu) / (time.monotonic() - wall)
+    finally:
+        job.join()
+    assert share > 0.5, share
+    report, _ = finished[0]
+    assert report["isolation"]["enforced_by"]["cpu_cores"].startswith("cgroup"), report["isolation"]
 
 
 def test_a_thread_refused_for_address_space_is_named_memory_not_processes(tmp_path):

@@ -43,7 +43,7 @@ def wait_until_waiting(child: PrestartedChild, timeout=120.0) -> None:
     """Until the child blocks on its go pipe (imports done): its stack is then in the kernel's pipe read."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in child.group.pids() or []:
+        for pid in child.held.group.pids() or []:
             try:
                 with open(f"/proc/{pid}/wchan") as f:
                     if "pipe_read" in f.read():
@@ -88,7 +88,7 @@ def test_a_prestarted_child_serves_one_job_and_is_then_gone(tmp_path):
 
 def test_a_child_for_another_launch_is_discarded_and_the_job_starts_its_own(tmp_path):
     child = prestarted(tmp_path, process_limit=100)
-    uid, folder = child.uid, child.job_dir
+    uid, folder = child.held.uid, child.job_dir
     request = JobRequest(code=PROBE, configs=["eager"], **LIMITS)
     report = run_job(request, str(tmp_path / "job"), isolation=Isolation(), scratch=True, prestarted=child)
     assert report["status"] == "ok", report["failure"]

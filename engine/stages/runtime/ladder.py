@@ -41,6 +41,7 @@ class ReferenceStage(Stage):
             "reason": program.train_reason,
         }
         t0 = job.begin("eager")
+        job.user_code_starts()
         try:
             state.reference = Reference(state.workload)
         except Exception as exc:
