@@ -70,7 +70,16 @@ class Job:
             self._dump_stack_at(self.dump_at)
 
     def _dump_stack_at(self, unix_s: float) -> None:
-        faulthandler.dump_traceback_later(max(0.1, unix_s - time.time()), file=self.stack_dump)
+        self._arm_watchdog(max(0.1, unix_s - time.time()), exit=False, file=self.stack_dump)
+
+    @staticmethod
+    def _arm_watchdog(seconds: float, *, exit: bool, file) -> None:
+        """faulthandler's watchdog, armed anew; never raises: it starts a thread, which a job at its process limit
+        (a fork bomb) cannot, and the failure report must still be written. Without it the job's own limit holds."""
+        try:
+            faulthandler.dump_traceback_later(seconds, exit=exit, file=file)
+        except (RuntimeError, OSError):
+            faulthandler.cancel_dump_traceback_later()
 
     def emit(self, event: dict) -> None:
         event.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))
@@ -105,7 +114,7 @@ class Job:
         limit = self.request["user_code_time_limit_s"]
         if self.dump_at is None or time.time() + limit < self.dump_at:
             self.user_code_dump = open(os.path.join(self.job_dir, USER_CODE_STACK_FILE), "w")
-            faulthandler.dump_traceback_later(limit, exit=True, file=self.user_code_dump)
+            self._arm_watchdog(limit, exit=True, file=self.user_code_dump)
 
     def user_code_ends(self) -> None:
         """The user's code has returned (or raised): only the job's own limit is left."""

@@ -29,7 +29,7 @@ from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
 from contract.vocab import MEASURING_PROCESSES, ConfigError, new_error_id, parse_configs
 from engine import events, sandbox, seccomp
-from engine.jobgroup import FORK_REFUSALS_S, JobGroup
+from engine.jobgroup import FORK_BOMB_S, FORK_RATE_PER_S, FORK_REFUSALS_S, JobGroup
 from engine.reportfile import failed_report
 from engine.sink import ReportSink
 
@@ -465,7 +465,8 @@ def _final_report(
             *_describe_exit(returncode, request, isolation, stage, stderr_tail, group),
             partial=partial,
         )
-    _processes_or_memory(report.get("failure") or {}, request, group, stage)
+    if pump.killed_for != "processes":  # else the parent saw a fork bomb, whatever the kernel refused
+        _processes_or_memory(report.get("failure") or {}, request, group, stage)
     return report
 
 
@@ -522,10 +523,8 @@ def _stopped_report(
             request_dict,
             stage,
             "processes",
-            f"process limit of {request.process_limit} processes and threads reached during stage '{stage}', and "
-            f"the job kept starting more: the kernel refused {pump.forks_refused} forks, for "
-            f"{FORK_REFUSALS_S:g} s on end (a fork bomb?); every process of the job was killed. Start fewer "
-            "processes or threads.",
+            f"{pump.fork_bomb} during stage '{stage}' (a fork bomb?); every process of the job was killed. Start "
+            "fewer processes or threads.",
             partial=partial,
         )
     if pump.killed_for == "output_limit":
@@ -692,8 +691,8 @@ class _Pump:
     """Hand the child's events (and its report once the stages are collected) to the sink until the child ends, a
     limit is reached or the sink fails.
 
-    Afterwards ``last_stage`` is the stage the job was in; ``killed_for`` None, "timeout", "processes" (forks
-    refused for FORK_REFUSALS_S), "output_limit" or "memory" (the watchdog's, without a cgroup); ``failure`` (kind, message) when the sink raised. On any of
+    Afterwards ``last_stage`` is the stage the job was in; ``killed_for`` None, "timeout", "processes" (a fork bomb:
+    ``fork_bomb`` says how it was seen), "output_limit" or "memory" (the watchdog's, without a cgroup); ``failure`` (kind, message) when the sink raised. On any of
     those the whole job has been killed.
     """
 
@@ -721,6 +720,9 @@ class _Pump:
         self.on_early_report = None  # called once when the warm compile starts: the report before it is written
         self.partial_pending = True
         self.forks_refused, self.refused_since = 0, None  # the kernel's count; since when it grows every poll
+        self.pids: set[int] = set()  # the job's processes at the last poll
+        self.births, self.window_start, self.fast_since = 0, time.monotonic(), None  # processes started
+        self.fork_bomb = ""  # how a fork bomb was seen, in words
 
     def run(self) -> None:
         output_limit = self.request.output_limit_mb * 1024 * 1024
@@ -736,7 +738,7 @@ class _Pump:
                 return self._kill("timeout")
             if now - checked_at >= OUTPUT_CHECK_INTERVAL_S:
                 checked_at = now
-                if self._forks_keep_being_refused(now):
+                if self._forks_keep_being_refused(now) or self._forking_fast(now):
                     return self._kill("processes")
                 if self.watch_space and _disk_usage(self.job_dir, self.group.pids()) > output_limit:
                     return self._kill("output_limit")
@@ -807,7 +809,30 @@ class _Pump:
         else:
             self.refused_since = None
         self.forks_refused = refused
-        return self.refused_since is not None and now - self.refused_since >= FORK_REFUSALS_S
+        if self.refused_since is None or now - self.refused_since < FORK_REFUSALS_S:
+            return False
+        self.fork_bomb = (
+            f"process limit of {self.request.process_limit} processes and threads reached, and the job kept "
+            f"starting more: the kernel refused {refused} forks, for {FORK_REFUSALS_S:g} s on end"
+        )
+        return True
+
+    def _forking_fast(self, now: float) -> bool:
+        """More than FORK_RATE_PER_S processes started a second, in every second for FORK_BOMB_S."""
+        pids = set(self.group.pids())
+        self.births += len(pids - self.pids)
+        self.pids = pids
+        if now - self.window_start >= 1.0:
+            fast = self.births > FORK_RATE_PER_S * (now - self.window_start)
+            self.fast_since = (self.fast_since or self.window_start) if fast else None
+            self.births, self.window_start = 0, now
+        if self.fast_since is None or now - self.fast_since < FORK_BOMB_S:
+            return False
+        self.fork_bomb = (
+            f"the job started over {FORK_RATE_PER_S} processes a second for {now - self.fast_since:.0f} s on end "
+            f"(under its process limit of {self.request.process_limit}: they died as fast)"
+        )
+        return True
 
     def _note(self, event: dict) -> None:
         self.last_stage = event["stage"]

@@ -18,9 +18,14 @@ import signal
 import time
 
 CGROUP_ROOT = "/sys/fs/cgroup"
-# A job whose forks the kernel has refused at its process limit in every poll for this long keeps trying (a fork
-# bomb whose copies catch the error, or outlive the job's own process): it is ended then, not at its time limit.
+# A fork bomb is ended when it is seen, not at the job's time limit. Seen two ways: the kernel has refused the job's
+# forks at its process limit in every poll for FORK_REFUSALS_S (copies that catch the error and fork again), or
+# the job has started more than FORK_RATE_PER_S processes a second for FORK_BOMB_S on end (copies that die when a
+# fork fails, so that the count churns below the limit: 60-130 a second measured on the 2-core machine with torch
+# imported, where an Inductor compile's g++ runs start under 5 a second).
 FORK_REFUSALS_S = 2.0
+FORK_RATE_PER_S = 25
+FORK_BOMB_S = 4.0
 # A job's processes together weigh this much in the CPU scheduler against one other process's default (cgroup v1
 # cpu.shares 1024, v2 cpu.weight 100): under contention the web server and the worker run first.
 CPU_WEIGHT_SHARE = 0.5

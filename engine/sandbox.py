@@ -177,7 +177,8 @@ def _enforced_by(request, sandboxed: bool, group: str, cpu: str, job_space: bool
             "0.25 s) and RLIMIT_AS (each process)"
         ),
         "process_limit": (
-            f"{group} pids.max (the whole job; ended once its forks are refused for {jobgroup.FORK_REFUSALS_S:g} s)"
+            f"{group} pids.max (the whole job; ended once its forks are refused for {jobgroup.FORK_REFUSALS_S:g} s "
+            f"or it starts over {jobgroup.FORK_RATE_PER_S} processes a second for {jobgroup.FORK_BOMB_S:g} s)"
             if cgroup
             else "RLIMIT_NPROC"
         ),

@@ -27,7 +27,7 @@ HOSTILE = {
     "fork_bomb": (
         submittable("import os\nwhile True:\n    os.fork()\n"),
         "processes",
-        "process limit of 64 processes and threads reached",
+        "process limit of 64",
     ),
     "memory": (
         submittable("import torch\nhuge = torch.empty(12 * 2**30, dtype=torch.uint8)  # 12 GiB, twice the limit\n"),
