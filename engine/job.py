@@ -29,7 +29,7 @@ from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
 from contract.vocab import MEASURING_PROCESSES, ConfigError, new_error_id, parse_configs
 from engine import events, sandbox, seccomp
-from engine.jobgroup import FORK_BOMB_S, FORK_RATE_PER_S, FORK_REFUSALS_S, JobGroup
+from engine.jobgroup import FORK_BOMB_S, FORK_BOMB_SHARE, FORK_RATE_PER_S, FORK_REFUSALS_S, JobGroup
 from engine.reportfile import failed_report
 from engine.sink import ReportSink
 
@@ -818,19 +818,21 @@ class _Pump:
         return True
 
     def _forking_fast(self, now: float) -> bool:
-        """More than FORK_RATE_PER_S processes started a second, in every second for FORK_BOMB_S."""
+        """More than FORK_RATE_PER_S processes started a second with FORK_BOMB_SHARE of the limit held, in every
+        second for FORK_BOMB_S."""
         pids = set(self.group.pids())
         self.births += len(pids - self.pids)
         self.pids = pids
         if now - self.window_start >= 1.0:
-            fast = self.births > FORK_RATE_PER_S * (now - self.window_start)
+            many = len(pids) >= FORK_BOMB_SHARE * self.request.process_limit
+            fast = many and self.births > FORK_RATE_PER_S * (now - self.window_start)
             self.fast_since = (self.fast_since or self.window_start) if fast else None
             self.births, self.window_start = 0, now
         if self.fast_since is None or now - self.fast_since < FORK_BOMB_S:
             return False
         self.fork_bomb = (
             f"the job started over {FORK_RATE_PER_S} processes a second for {now - self.fast_since:.0f} s on end "
-            f"(under its process limit of {self.request.process_limit}: they died as fast)"
+            f"with {len(self.pids)} alive (under its process limit of {self.request.process_limit}: they died as fast)"
         )
         return True
 
