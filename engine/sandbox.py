@@ -178,7 +178,8 @@ def _enforced_by(request, sandboxed: bool, group: str, cpu: str, job_space: bool
         ),
         "process_limit": (
             f"{group} pids.max (the whole job; ended once its forks are refused for {jobgroup.FORK_REFUSALS_S:g} s "
-            f"or it starts over {jobgroup.FORK_RATE_PER_S} processes a second for {jobgroup.FORK_BOMB_S:g} s)"
+            f"or it starts over {jobgroup.FORK_RATE_PER_S} processes a second for {jobgroup.FORK_BOMB_S:g} s holding a "
+            f"{jobgroup.FORK_BOMB_SHARE:g} share of the limit)"
             if cgroup
             else "RLIMIT_NPROC"
         ),
