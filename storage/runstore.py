@@ -722,6 +722,30 @@ def load_sections(
     return {name: json.loads(body) for name, body in session.execute(query.order_by(ReportSection.position))}
 
 
+def report_piece(session: Session, run: Run, key: str) -> str | None:
+    """A piece kept with the run's report (ReportPiece), its JSON text; None when there is none."""
+    piece = session.get(ReportPiece, (run.id, key))
+    return None if piece is None else piece.body
+
+
+def keep_report_piece(session: Session, run: Run, key: str, body: str) -> None:
+    """Keep ``body`` with the run's report under ``key`` (gone with the report when it is stored again); another web
+    process that kept the same piece first wins."""
+    session.add(ReportPiece(run_id=run.id, key=key, body=body))
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+
+
+def section_bytes(session: Session, run: Run, names: list[str]) -> int:
+    """What the named sections of a run's report take as stored (their JSON text), read without loading them."""
+    query = select(func.coalesce(func.sum(func.length(ReportSection.body)), 0)).where(
+        ReportSection.run_id == run.id, ReportSection.name.in_(names)
+    )
+    return int(session.scalar(query) or 0)
+
+
 def has_report(session: Session, run: Run) -> bool:
     return bool(session.scalar(select(func.count()).select_from(ReportSection).where(ReportSection.run_id == run.id)))
 

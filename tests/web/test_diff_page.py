@@ -2,15 +2,18 @@
 counted as the Dynamo tab counts them, undecided speedups in the Runtime tab's words (never a bare figure), each side
 told apart, and a guard's timing ("Guard latency = ...") never listed as a difference of guards."""
 
+import json
 import re
 
 import pytest
 
+from storage import runstore
 from storage.db import session_factory
 from tests.browser.conftest import read_sample_report
 from tests.support import make_settings, store_sample_report
 from tests.web.test_report_agreement import element, text_of
 from webapp import create_app
+from webapp.views import diff as diff_view
 
 NAMES = ("two_breaks_one_line", "custom_backend", "seed", "graph_break", "seed_busy_cpu", "mlp_train")
 
@@ -104,3 +107,42 @@ def test_a_guards_timing_is_not_a_difference_of_guards(site):
         for line in row["only_a"] + row["only_b"]:
             assert "latency" not in line.lower(), line
     assert "Guard latency" not in text_of(element(page, "diff-guards") or "")
+
+
+def test_a_diff_is_computed_once_per_pair_and_kept_and_the_page_and_api_agree(site, monkeypatch):
+    """Issue 21 item 4: the first request computes the comparison and keeps it with the first run's report; later
+    ones (this process or another) read it, never the two reports again."""
+    client, slugs = site
+    a, b = slugs["seed"], slugs["mlp_train"]
+    first = client.get(f"/api/diff/{a}/{b}").get_json()
+    with session_factory(client.application.extensions["pt2scope"].settings.database_url)() as session:
+        run_a = runstore.get_run(session, a)
+        assert json.loads(runstore.report_piece(session, run_a, f"diff-{b}"))["graphs"] == first["graphs"]
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("the kept comparison was computed again")
+
+    monkeypatch.setattr(diff_view, "compare", never)
+    assert client.get(f"/api/diff/{a}/{b}").get_json() == first
+    page = get(client, f"/diff/{a}/{b}")
+    assert a[:8] in page and b[:8] in page
+
+
+def test_two_runs_too_large_to_compare_are_refused_before_either_is_read(site, monkeypatch):
+    client, slugs = site
+    monkeypatch.setattr(diff_view, "DIFF_LIMIT_BYTES", 1024)
+    small = runstore.load_sections
+
+    def load_sections(session, run, names=None, **kwargs):
+        assert names is not None and "dynamo" not in names, "a report was read whole"
+        return small(session, run, names, **kwargs)
+
+    monkeypatch.setattr(runstore, "load_sections", load_sections)
+    a, b = slugs["graph_break"], slugs["custom_backend"]
+    response = client.get(f"/api/diff/{a}/{b}")
+    assert response.status_code == 413
+    error = response.get_json()["error"]
+    assert error.startswith("These two reports are too large to compare on this server") and "1 KiB" not in error
+    assert "MiB together" in error
+    page = client.get(f"/diff/{a}/{b}")
+    assert page.status_code == 413 and "too large to compare" in page.get_data(as_text=True)
