@@ -542,15 +542,23 @@ def fail_warm_compile(session: Session, run_id: int, report: dict, finish_timeli
     failed job's."""
     failure = report.get("failure") or {}
     run = session.get_one(Run, run_id)
-    runtime = load_sections(session, run, ["runtime"]).get("runtime") or {}
-    failed = {"status": "failed", "reason": f"the job ended in the warm compile: {failure.get('message')}"}
-    for label in ("warmup", "warm"):
-        if (runtime.get("compile_cache") or {}).get(label, {}).get("status") == "pending":
-            runtime["compile_cache"][label] = failed
-    _replace_section(session, run_id, "runtime", runtime)
+    _mark_warm_compile_failed(session, run, f"the job ended in the warm compile: {failure.get('message')}")
     _replace_section(session, run_id, "timeline", finish_timeline(report.get("timeline")))
     run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
     session.commit()
+
+
+def _mark_warm_compile_failed(session: Session, run: Run, reason: str) -> None:
+    """What the early report left pending (the warm compile's cold-vs-warm entries, the measuring processes) reads
+    failed, and why. The caller commits."""
+    runtime = load_sections(session, run, ["runtime"]).get("runtime") or {}
+    failed = {"status": "failed", "reason": reason}
+    for label in ("warmup", "warm"):
+        if (runtime.get("compile_cache") or {}).get(label, {}).get("status") == "pending":
+            runtime["compile_cache"][label] = failed
+    if (runtime.get("processes") or {}).get("status") == "pending":
+        runtime["processes"].update(failed)
+    _replace_section(session, run.id, "runtime", runtime)
 
 
 def _replace_section(session: Session, run_id: int, name: str, value) -> None:
@@ -906,7 +914,10 @@ def queue_lengths(session: Session) -> dict[str, dict[str, int]]:
 def reap_stale_runs(
     session: Session, settings: Settings, *, run_id: int | None = None, local_worker: str | None = None
 ) -> list[str]:
-    """Fail runs stuck in "running" because their worker died; return their slugs.
+    """Fail runs stuck in "running" because their worker died; return their slugs. A run whose report was stored
+    before its warm compile (store_early_report) and whose worker died in it keeps that report, with the warm
+    compile marked failed and why (else its pages would say "still measuring" until the time limit, then show the
+    warm compile pending for ever).
 
     A dead worker cannot report, and the SQLite broker does not redeliver its message, so without this a run
     stays "running" forever. A run is stuck when its worker stopped beating, restarted since it claimed the run,
@@ -915,28 +926,45 @@ def reap_stale_runs(
     """
     now = utcnow()
     heartbeats = {h.name: h for h in session.scalars(select(WorkerHeartbeat))}
-    query = select(Run).where(Run.status == RUNNING)
+    recent = now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s)
+    measuring = (
+        (Run.status == SUCCEEDED)
+        & (Run.kind == JOB)
+        & Run.engine_seconds.is_(None)
+        & Run.released_at.is_(None)
+        & (Run.finished_at >= recent)  # its early report's job may still run (progress.job_runs_on)
+    )
+    query = select(Run).where((Run.status == RUNNING) | measuring)
     if run_id is not None:
         query = query.where(Run.id == run_id)
     reaped = []
     for run in session.scalars(query):
-        heartbeat = heartbeats.get(run.worker_name or "")
-        started_at = run.started_at or run.created_at  # claim_run sets it with the status: the fallback is earlier
-        if started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
-            why = f"the job ran past the hard time limit of {settings.hard_time_limit_s:g} s"
-        elif heartbeat is None or heartbeat.last_seen < now - timedelta(seconds=settings.worker_stale_after_s):
-            why = f"worker {run.worker_name} stopped responding while running the job"
-        elif heartbeat.started_at > started_at:
-            why = f"worker {run.worker_name} restarted while running the job"
-        elif run.worker_name == local_worker and run.worker_pid and not _process_exists(run.worker_pid):
-            why = f"the worker process (pid {run.worker_pid}) running the job died"
-        else:
+        why = _why_stuck(run, heartbeats.get(run.worker_name or ""), settings, now, local_worker)
+        if why is None:
             continue
-        _set_error(run, {"stage": _last_stage(run), "kind": "worker_lost", "message": why + "; submit it again."})
-        run.finished_at = now
+        if run.status == RUNNING:
+            _set_error(run, {"stage": _last_stage(run), "kind": "worker_lost", "message": why + "; submit it again."})
+            run.finished_at = now
+        else:
+            _mark_warm_compile_failed(session, run, f"the warm compile did not finish: {why}")
+            run.engine_seconds = round((now - (run.started_at or run.created_at)).total_seconds(), 3)
         reaped.append(run.slug)
     session.commit()
     return reaped
+
+
+def _why_stuck(run: Run, heartbeat, settings: Settings, now: datetime, local_worker: str | None) -> str | None:
+    """Why the run's worker can no longer finish it, or None while it may."""
+    started_at = run.started_at or run.created_at  # claim_run sets it with the status: the fallback is earlier
+    if started_at < now - timedelta(seconds=settings.hard_time_limit_s + settings.worker_stale_after_s):
+        return f"the job ran past the hard time limit of {settings.hard_time_limit_s:g} s"
+    if heartbeat is None or heartbeat.last_seen < now - timedelta(seconds=settings.worker_stale_after_s):
+        return f"worker {run.worker_name} stopped responding while running the job"
+    if heartbeat.started_at > started_at:
+        return f"worker {run.worker_name} restarted while running the job"
+    if run.worker_name == local_worker and run.worker_pid and not _process_exists(run.worker_pid):
+        return f"the worker process (pid {run.worker_pid}) running the job died"
+    return None
 
 
 def _last_stage(run: Run) -> str:

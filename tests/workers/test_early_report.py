@@ -105,3 +105,35 @@ def test_each_stored_report_writes_its_timeline_once_with_its_own_store_in_it(tm
     assert [depth for depth, _ in stores] == [0, 1]  # the final store, and the early one beside the warm compile
     assert timeline["report_stored_s"] == early_timeline["report_stored_s"]
     assert client.get(f"/api/runs/{slug}").get_json()["still_measuring"] == []
+
+
+def test_a_worker_lost_in_the_warm_compile_leaves_the_early_report_with_the_warm_compile_failed(tmp_path):
+    """Issue 21: a kill -9 during the warm compile left the run "still measuring" for the whole time limit, then its
+    warm compile pending for ever. The reaper now ends it as soon as the worker is seen dead, keeping the report."""
+    settings = make_settings(tmp_path)
+    client = create_app(settings).test_client()
+    slug = client.post("/api/runs", json={"code": SEED, "configs": ["eager", "inductor_default"]}).get_json()["id"]
+    sessions = session_factory(settings.database_url)
+    with sessions() as session:
+        run = runstore.claim_run(session, runstore.get_run(session, slug).id, "gone@host", 999_999)
+        stored = StoredRun(session, sessions, run, time.time() - 5, Recorder("worker"), settings)
+        early = _early_seed_report()
+        early["runtime"]["processes"] = {"status": "pending", "reason": "the measuring processes run after this report"}
+        stored.early(early)
+        assert client.get(f"/api/runs/{slug}").get_json()["still_measuring"]
+        assert runstore.reap_stale_runs(session, settings) == [slug]  # no heartbeat from gone@host
+        session.refresh(run)
+        assert run.status == SUCCEEDED and run.engine_seconds is not None and not progress.job_runs_on(run, settings)
+        assert runstore.reap_stale_runs(session, settings) == []  # once
+    status = client.get(f"/api/runs/{slug}").get_json()
+    assert status["status"] == "succeeded" and status["still_measuring"] == []
+    runtime = client.get(f"/api/runs/{slug}/report").get_json()["runtime"]
+    for entry in (runtime["compile_cache"]["warmup"], runtime["compile_cache"]["warm"], runtime["processes"]):
+        assert entry["status"] == "failed", entry
+        assert (
+            entry["reason"]
+            == "the warm compile did not finish: worker gone@host stopped responding while running the job"
+        )
+    assert runtime["benchmarks"]  # the early report's figures stay
+    page = client.get(f"/r/{slug}/runtime").get_data(as_text=True)
+    assert 'id="still-measuring"' not in page and "the warm compile did not finish: worker gone@host" in page
