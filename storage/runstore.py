@@ -98,24 +98,14 @@ def create_or_join_run(
     ``parent``: the run this one re-runs with other settings (its page then offers the comparison)."""
     keys = [k for k in (fingerprint if join else None, client if limit is not None else None) if k is not None]
     if keys:
-        session.commit()  # end the request's reads: the locks and the checks belong to one new transaction
-        dialect = session.get_bind().dialect.name
-        if dialect == "sqlite":
-            session.execute(sql_text("BEGIN IMMEDIATE"))
-        elif dialect == "postgresql":
-            for key in sorted(
-                int.from_bytes(hashlib.sha256(k.encode()).digest()[:8], "big", signed=True) for k in keys
-            ):
-                session.execute(select(func.pg_advisory_xact_lock(key)))
+        _lock(session, keys)
         identical = identical_run(session, fingerprint) if join else None
         if identical is not None:
             session.commit()
             return identical, True
-        if limit is not None and client is not None:
-            count, since = limit
-            if len(recent_submissions(session, client, since)) >= count:
-                session.rollback()
-                return None, False
+        if _over_limit(session, client, limit):
+            session.rollback()
+            return None, False
     run = Run(
         code=submission.code,
         filename=submission.filename,
@@ -132,6 +122,25 @@ def create_or_join_run(
     return run, False
 
 
+def _lock(session: Session, keys: list[str]) -> None:
+    """Begin a transaction holding a lock per key (PostgreSQL: advisory locks; SQLite: the database's write lock),
+    so that a check and the insert after it are one step for everyone holding the same key."""
+    session.commit()  # end the request's reads: the locks and the checks belong to one new transaction
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        session.execute(sql_text("BEGIN IMMEDIATE"))
+    elif dialect == "postgresql":
+        for key in sorted(int.from_bytes(hashlib.sha256(k.encode()).digest()[:8], "big", signed=True) for k in keys):
+            session.execute(select(func.pg_advisory_xact_lock(key)))
+
+
+def _over_limit(session: Session, client: str | None, limit: tuple[int, datetime] | None) -> bool:
+    if limit is None or client is None:
+        return False
+    count, since = limit
+    return len(recent_submissions(session, client, since)) >= count
+
+
 UPLOAD_CHUNK_BYTES = 4 * 1024**2
 
 
@@ -139,13 +148,40 @@ class UploadTooLarge(ValueError):
     pass
 
 
-def create_import(session: Session, filename: str, stream, max_bytes: int, client: str | None = None) -> Run:
+def create_import(
+    session: Session,
+    filename: str,
+    stream,
+    max_bytes: int,
+    client: str | None = None,
+    limit: tuple[int, datetime] | None = None,
+) -> Run | None:
     """A run for an uploaded TORCH_TRACE log, with the upload waiting beside it for a worker: read from the binary
     ``stream`` and stored a chunk at a time (never whole in memory). Raises UploadTooLarge past ``max_bytes``, and
-    ValueError for an empty upload; nothing is stored then."""
+    ValueError for an empty upload; nothing is stored then. With ``limit`` (count, since): None, nothing read,
+    when ``client`` submitted count runs since then. The check and the run's row are one step under the client's
+    lock (as for create_or_join_run: parallel uploads cannot all pass one check); the row is committed before the
+    upload is read, so the lock is not held while bytes arrive, and removed if the upload is refused."""
     run = Run(kind=IMPORT, code="", filename=filename, device="cpu", train=None, configs=[], queue="cpu", client=client)
+    if limit is not None and client is not None:
+        _lock(session, [client])
+        if _over_limit(session, client, limit):
+            session.rollback()
+            return None
+        session.add(run)
+        session.commit()  # counted from now on; the client's lock is released
+        try:
+            return _store_upload(session, run, filename, stream, max_bytes)
+        except ValueError:
+            session.execute(delete(Run).where(Run.id == run.id))
+            session.commit()
+            raise
     session.add(run)
     session.flush()
+    return _store_upload(session, run, filename, stream, max_bytes)
+
+
+def _store_upload(session: Session, run: Run, filename: str, stream, max_bytes: int) -> Run:
     size, seq = 0, 0
     while chunk := stream.read(UPLOAD_CHUNK_BYTES):
         size += len(chunk)

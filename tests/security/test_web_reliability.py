@@ -1,6 +1,7 @@
 """The web tier under hostile requests, without a worker: the rate limit holds under parallel submissions (SQLite
 and PostgreSQL), bad text is a 400 naming the field, an internal error is an id and never our traceback."""
 
+import io
 import json
 import logging
 import os
@@ -42,6 +43,31 @@ def test_the_rate_limit_holds_when_45_submissions_arrive_at_once(settings):
     for thread in threads:
         thread.join()
     assert sorted(codes) == [202] * 30 + [429] * 15  # was 32 of 45 through, against 30
+
+
+def test_the_rate_limit_holds_when_45_trace_uploads_arrive_at_once(settings):
+    """Issue 21: the uploads' check and insert were separate steps (31-42 of 45-60 accepted on PostgreSQL against
+    a limit of 30); now one step under the client's lock, as for runs."""
+    app = create_app(settings)
+    log = open(os.path.join(PROJECT_ROOT, "tests", "fixtures", "traces-cpu-torch2.13", "graph_break.trace.log"), "rb")
+    body = log.read()
+    log.close()
+    codes, start = [], threading.Barrier(45)
+
+    def upload():
+        client = app.test_client()
+        start.wait()
+        data = {"trace": (io.BytesIO(body), "graph_break.trace.log")}
+        codes.append(client.post("/api/traces", data=data, content_type="multipart/form-data").status_code)
+
+    threads = [threading.Thread(target=upload) for _ in range(45)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(codes) == [202] * 30 + [429] * 15
+    with session_factory(settings.database_url)() as session:  # no refused upload left a run behind
+        assert session.query(Run).count() == 30
 
 
 @pytest.mark.parametrize("field, value", [("code", "x = '\ud800'\n"), ("filename", "model\udcff.py")])

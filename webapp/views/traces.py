@@ -21,9 +21,17 @@ ACCEPTED = ".log, .txt, .gz, .zip, .tar, .tar.gz, .tgz"
 
 
 class UploadError(ValueError):
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400, retry_after: int | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.retry_after = status, retry_after
+
+    def headers(self) -> dict:
+        return {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+
+
+def _rate_limited() -> UploadError:
+    message, wait = security.rate_limited() or ("Too many runs from one address: try again in a minute.", 60)
+    return UploadError(message, 429, wait)
 
 
 def allow_trace_upload() -> None:
@@ -48,17 +56,27 @@ def _upload():
 
 
 def _create(upload):
-    """Store the upload a chunk at a time (never whole in this process) and queue its import (raises UploadError)."""
+    """Store the upload a chunk at a time (never whole in this process) and queue its import (raises UploadError;
+    429 when this client has used up its submissions, checked and counted in one step: runstore.create_import)."""
     session = context.session()
     filename = os.path.basename(upload.filename)[:200] or "trace.log"
+    if security.rate_limited():  # refused at once; the atomic check below holds the limit under a burst
+        raise _rate_limited()
     try:
         run = runstore.create_import(
-            session, filename, upload.stream, context.settings().max_trace_mb * 1024**2, client=security.client_id()
+            session,
+            filename,
+            upload.stream,
+            context.settings().max_trace_mb * 1024**2,
+            client=security.client_id(),
+            limit=security.submission_limit(),
         )
     except runstore.UploadTooLarge:
         raise UploadError(too_large_message(), 413) from None
     except ValueError:
         raise UploadError(f"{upload.filename} is empty.") from None
+    if run is None:
+        raise _rate_limited()
     try:
         context.enqueue(run)
     except Exception as exc:  # broker down: say so on the run rather than leave it queued forever
@@ -76,32 +94,19 @@ def import_form():
 def import_upload():
     settings = context.settings()
     try:
-        upload = _upload()
-        limited = security.rate_limited()
-        if limited:
-            return (
-                render_template("import.html", error=limited[0], max_mb=settings.max_trace_mb, accepted=ACCEPTED),
-                429,
-                {"Retry-After": str(limited[1])},
-            )
-        run = _create(upload)
+        run = _create(_upload())
     except UploadError as exc:
-        return render_template(
-            "import.html", error=str(exc), max_mb=settings.max_trace_mb, accepted=ACCEPTED
-        ), exc.status
+        page = render_template("import.html", error=str(exc), max_mb=settings.max_trace_mb, accepted=ACCEPTED)
+        return page, exc.status, exc.headers()
     return redirect(url_for("pages.report", slug=run.slug), code=303)
 
 
 def create_trace_import():
     """POST /api/traces, on the API blueprint (webapp/views/api.py): JSON errors, no CSRF token, like /api/runs."""
     try:
-        upload = _upload()
-        limited = security.rate_limited()
-        if limited:
-            return jsonify(errors={"rate_limit": limited[0]}), 429, {"Retry-After": str(limited[1])}
-        run = _create(upload)
+        run = _create(_upload())
     except UploadError as exc:
-        return jsonify(errors={"trace": str(exc)}), exc.status
+        return jsonify(errors={"rate_limit" if exc.status == 429 else "trace": str(exc)}), exc.status, exc.headers()
     return jsonify(
         id=run.slug,
         url=url_for("pages.report", slug=run.slug, _external=True),
