@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import urllib.parse
 
 from flask import Blueprint, Response, abort, render_template
 from markupsafe import Markup
@@ -101,9 +103,17 @@ def export_html(slug: str):
         mimetype="text/html",
         headers={
             "Content-Security-Policy": csp,
-            "Content-Disposition": f'attachment; filename="pt2scope-{run.filename.rsplit(".", 1)[0]}-{run.slug}.html"',
+            "Content-Disposition": attachment(f"pt2scope-{run.filename.rsplit('.', 1)[0]}-{run.slug}.html"),
         },
     )
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition header that saves as ``filename``, whatever it holds (an upload's name may be any text:
+    non-Latin-1 letters, CR/LF, quotes): an ASCII fallback and the exact name, UTF-8 and percent-encoded (RFC 6266),
+    so that no name can make the header invalid."""
+    fallback = re.sub(r"[^A-Za-z0-9._-]+", "_", filename).strip("_") or "pt2scope-report.html"
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{urllib.parse.quote(filename, safe='', errors='backslashreplace')}"
 
 
 def _scripts(charts: bool) -> dict[str, str]:
@@ -117,10 +127,12 @@ def _scripts(charts: bool) -> dict[str, str]:
 
 def _provenance_json(session, run) -> Markup:
     """Every source line's piece of provenance, inline (report-ui.js reads it where the page would fetch one
-    line's), as JSON safe inside a script element."""
+    line's), as JSON safe inside a script element: every <, > and & escaped (a node named ``<!--<script>`` would
+    otherwise turn the rest of the file's scripts into this one's text)."""
     full = runstore.load_sections(session, run, ["dynamo", "aot", "inductor"])
     pieces = {str(line): entry for line, entry in provenance.by_line(full, run.filename).items()}
-    return Markup(json.dumps(pieces).replace("</", "<\\/"))
+    text = json.dumps(pieces).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
 
 
 def _read_css() -> str:

@@ -12,6 +12,7 @@ from flask import Blueprint, jsonify, redirect, render_template, request, url_fo
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from storage import runstore
+from storage.text import storable
 from webapp import context, security
 from webapp.security import UPLOAD_ENDPOINTS, too_large_message
 
@@ -59,7 +60,8 @@ def _create(upload):
     """Store the upload a chunk at a time (never whole in this process) and queue its import (raises UploadError;
     429 when this client has used up its submissions, checked and counted in one step: runstore.create_import)."""
     session = context.session()
-    filename = os.path.basename(upload.filename)[:200] or "trace.log"
+    # Any text a browser sends: NUL (which PostgreSQL refuses) and unpaired surrogates are made visible escapes.
+    filename = storable(os.path.basename(upload.filename)[:200]) or "trace.log"
     if security.rate_limited():  # refused at once; the atomic check below holds the limit under a burst
         raise _rate_limited()
     try:
