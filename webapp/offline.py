@@ -115,16 +115,26 @@ def data_url(text: str, mimetype: str = "application/json") -> str:
     return f"data:{mimetype};base64,{base64.b64encode(text.encode()).decode()}"
 
 
-def inline_links(html: str, slug: str, graph_text) -> str:
-    """Links between the report's pages become links inside the one page; graph URLs become data: URLs
-    (``graph_text(graph_id)`` -> the stored payload text, or None)."""
+def inline_links(html: str, slug: str, graph_text, part_text=None) -> str:
+    """Links between the report's pages become links inside the one page; graph URLs and the parts a fold loads
+    when opened (a kernel's source, a frame's guards, the output code) become data: URLs (``graph_text(graph_id)``
+    -> the stored payload text, ``part_text(tab, kind, key)`` -> the fragment's HTML; either may give None)."""
     prefix = f"/r/{slug}"
 
     def graph(match):
         text = graph_text(match["id"])
         return f'data-graph-url="{data_url(text) if text is not None else ""}"'
 
+    def part(match):
+        text = part_text(match["tab"], match["kind"], match["key"])
+        return f'data-part-url="{data_url(text, "text/html") if text is not None else ""}"'
+
     html = re.sub(rf'data-graph-url="{re.escape(prefix)}/graphs/(?P<id>[\w-]+)\.json"', graph, html)
+    html = html.replace(f'data-inductor-url="{prefix}/inductor"', 'data-inductor-url=""')  # its kernels are here
+    if part_text is not None:
+        html = re.sub(
+            rf'data-part-url="{re.escape(prefix)}/part/(?P<tab>\w+)/(?P<kind>\w+)/(?P<key>[^"/]+)"', part, html
+        )
     html = re.sub(
         rf'href="{re.escape(prefix)}(?:/(?:overview|dynamo|aot|inductor|runtime))?(?P<fragment>#[^"]*)"',
         lambda m: f'href="{m["fragment"]}"',

@@ -1,10 +1,13 @@
 """Issue 21's export and upload defects, each failing on the code before it: a file name no header can carry, a
 node name that would swallow the offline file's scripts, a NUL in an upload's name."""
 
+import base64
 import io
 import os
 import re
 import urllib.parse
+
+import pytest
 
 from storage import runstore
 from storage.config import PROJECT_ROOT
@@ -67,3 +70,20 @@ def test_a_nul_in_an_uploads_name_is_stored_as_a_visible_escape(tmp_path):
     assert response.status_code == 202, response.get_json()
     with session_factory(settings.database_url)() as session:
         assert runstore.get_run(session, response.get_json()["id"]).filename == "trace\\x00.log"
+
+
+@pytest.mark.parametrize("name", ["import_graph_break_torch2_13", "mlp_train"])
+def test_the_offline_file_carries_every_fold_and_names_no_server_url(tmp_path, name):
+    """A fold's part (a frame's guards, a kernel's source, the output code) was fetched from the server when
+    opened: blocked offline. It is now inline, as the page would have fetched it."""
+    _, client, slug = _site(tmp_path, read_sample_report(name))
+    html = client.get(f"/r/{slug}/export.html").get_data(as_text=True)
+    assert f"/r/{slug}" not in html
+    parts = re.findall(r'data-part-url="data:text/html;base64,([^"]+)"', html)
+    assert parts and 'data-part-url=""' not in html
+    guards = [base64.b64decode(p).decode() for p in parts if "guard" in base64.b64decode(p).decode().lower()]
+    assert guards, "no frame's guards inline"
+    page_part = re.search(
+        r'data-part-url="(/r/[^"]+/part/dynamo/guards/0)"', client.get(f"/r/{slug}/dynamo").get_data(as_text=True)
+    )
+    assert page_part and client.get(page_part.group(1)).get_data(as_text=True) in guards

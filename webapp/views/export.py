@@ -18,7 +18,7 @@ from storage.models import IMPORT, Run, utcnow
 from webapp import context, offline
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.tabs import VIEWS, generic, overview, section_models
-from webapp.views.pages import DRAWN_FIELDS, EXTRA_SECTIONS, NOT_IN_OVERVIEW, STAGE_TABS, TABS
+from webapp.views.pages import DRAWN_FIELDS, EXTRA_SECTIONS, NOT_IN_OVERVIEW, STAGE_TABS, TABS, part_html
 
 bp = Blueprint("export", __name__)
 
@@ -70,8 +70,18 @@ def export_html(slug: str):
         else None
     )
     graph_text = functools.partial(runstore.graph_json_text, session, run)
+
+    def part_text(tab: str, kind: str, key: str) -> str | None:
+        """A fold's part inline, and the parts it links to in turn (a fusion group's "more")."""
+        html = part_html(session, run, tab, kind, urllib.parse.unquote(key))
+        return None if html is None else offline.inline_links(html, run.slug, graph_text, part_text)
+
     tabs = {
-        tab: Markup(offline.inline_links(_tab_html(run, tab, sections, models, facts, renderer), run.slug, graph_text))
+        tab: Markup(
+            offline.inline_links(
+                _tab_html(run, tab, sections, models, facts, renderer), run.slug, graph_text, part_text
+            )
+        )
         for tab in STAGE_TABS
     }
     scripts = _scripts(charts=any('class="chart"' in html for html in tabs.values()))
@@ -97,7 +107,7 @@ def export_html(slug: str):
         worker=Markup(offline.worker_source()),
         worker_element=offline.WORKER_ELEMENT,
     )
-    html = offline.inline_links(html, run.slug, graph_text)
+    html = offline.inline_links(html, run.slug, graph_text, part_text)
     return Response(
         html,
         mimetype="text/html",

@@ -257,16 +257,25 @@ def part(slug: str, tab: str, kind: str, key: str):
     of one graph, one frame's guard tree. A finished report never changes."""
     session = context.session()
     run = _run_or_404(slug)
-    if tab not in PARTS.get(kind, ()) or not runstore.has_report(session, run):
+    html = part_html(session, run, tab, kind, key)
+    if html is None:
         abort(404)
+    return Response(html, mimetype="text/html", headers={"Cache-Control": "private, max-age=3600"})
+
+
+def part_html(session, run: Run, tab: str, kind: str, key: str) -> str | None:
+    """The fragment of one part (the page fetches it when its fold opens; the offline file carries it inline);
+    None when the run's report has no such part."""
+    if tab not in PARTS.get(kind, ()) or not runstore.has_report(session, run):
+        return None
     sections = runstore.load_sections(session, run, [tab], outlines=True)
     if tab not in sections:
-        abort(404)
+        return None
     # A generic field is drawn from the stored dict; every other part from the section's model.
     found = tabs.find_part(sections[tab] if kind == "field" else tabs.section_models(sections)[tab], kind, key)
     if found is None:
-        abort(404)
-    html = render_template(
+        return None
+    return render_template(
         "report/part.html",
         run=run,
         tab=tab,
@@ -276,7 +285,6 @@ def part(slug: str, tab: str, kind: str, key: str):
         renderer=Renderer(run.filename),
         title_of=title_of,
     )
-    return Response(html, mimetype="text/html", headers={"Cache-Control": "private, max-age=3600"})
 
 
 @bp.get("/r/<slug>/graphs/<graph_id>.json")
