@@ -1,7 +1,12 @@
-"""Concurrent submissions to the embedded default (`make run`): N clients submit at once over HTTP, one worker
-runs the jobs. Reports each POST's latency and each run's submit-to-finish time, and that every run finished once.
+"""Concurrent submissions to `python -m service serve` (one embedded worker): N clients submit N distinct files at
+once over HTTP. Reports each POST's latency, each run's submit-to-finish time, that every run finished once with a
+true status, and how fast a finished run's report pages answered meanwhile (a reader loops over the Overview and
+Runtime pages of a run stored before the burst: p50, p99).
 
-    .venv/bin/python bench/concurrent_submissions.py [N]   (results: docs/benchmarks.md, "Job boundary")
+    .venv/bin/python bench/concurrent_submissions.py [N] [--postgres]   (results: docs/benchmarks.md)
+
+--postgres: the production configuration, PostgreSQL (a scratch database on 127.0.0.1:5432) and Redis (db 13 of
+127.0.0.1:6379, flushed), instead of the embedded SQLite data and broker.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import tempfile
 import threading
 import time
 import urllib.request
+import uuid
+from contextlib import contextmanager
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CODE = open(os.path.join(ROOT, "examples", "seed.py")).read()
@@ -30,8 +37,54 @@ def call(base: str, path: str, body: dict | None = None) -> dict:
         return json.loads(response.read())
 
 
+@contextmanager
+def production_services():
+    """A scratch PostgreSQL database and an emptied Redis database; yields their URLs, removes both after."""
+    import psycopg
+    import redis
+
+    admin_url, database = "postgresql://postgres@127.0.0.1:5432/test", f"pt2scope_bench_{uuid.uuid4().hex[:10]}"
+    broker = "redis://127.0.0.1:6379/13"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{database}"')
+    redis.Redis.from_url(broker).flushdb()
+    try:
+        yield {"DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{database}", "CELERY_BROKER_URL": broker}
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
+        redis.Redis.from_url(broker).flushdb()
+
+
+def page_seconds(url: str) -> float:
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=60) as response:
+        response.read()
+    return time.perf_counter() - started
+
+
+def wait_finished(base: str, run_id: str) -> str:
+    while (status := call(base, f"/api/runs/{run_id}")["status"]) not in ("succeeded", "failed"):
+        time.sleep(0.2)
+    return status
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
 def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    count = int(args[0]) if args else 10
+    if "--postgres" in sys.argv:
+        with production_services() as services:
+            measure(count, services)
+    else:
+        measure(count, {})
+
+
+def measure(count: int, services: dict) -> None:
     with tempfile.TemporaryDirectory(prefix="pt2scope-bench-submit-") as instance, socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -42,6 +95,7 @@ def main() -> None:
             "PT2SCOPE_PCH_WARMUP": "0",
             "PT2SCOPE_KERNEL_CACHE_GALLERY": "none",
             "PT2SCOPE_RATE_LIMIT": "0",
+            **services,
         }
         server = subprocess.Popen(
             [sys.executable, "-m", "service", "serve", "--port", str(port)],
@@ -60,15 +114,27 @@ def main() -> None:
                 except OSError:
                     pass
                 time.sleep(0.5)
+            stored = call(base, "/api/runs", {"code": CODE, "configs": ["eager"]})["id"]
+            wait_finished(base, stored)
+            pages, reading = [], threading.Event()
+
+            def reader() -> None:  # a reader of a finished report, all through the burst
+                while not reading.is_set():
+                    for tab in ("", "/runtime"):
+                        pages.append(page_seconds(f"{base}/r/{stored}{tab}"))
+
             posts, finished, start = {}, {}, threading.Barrier(count)
 
             def submit(i: int) -> None:
                 start.wait()
                 t0 = time.perf_counter()
-                run_id = call(base, "/api/runs", {"code": CODE, "configs": ["eager"]})["id"]
+                code = CODE + f"\n# client {i}: a file of its own (identical ones would share one run)\n"
+                run_id = call(base, "/api/runs", {"code": code, "configs": ["eager"]})["id"]
                 posts[run_id] = (t0, time.perf_counter() - t0)
 
             threads = [threading.Thread(target=submit, args=(i,)) for i in range(count)]
+            read = threading.Thread(target=reader)
+            read.start()
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -80,6 +146,8 @@ def main() -> None:
                         if status["status"] in ("succeeded", "failed"):
                             finished[run_id] = (status["status"], time.perf_counter() - t0)
                 time.sleep(0.2)
+            reading.set()
+            read.join()
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait()
@@ -87,8 +155,13 @@ def main() -> None:
     done_s = sorted(d for _, d in finished.values())
     statuses = sorted(s for s, _ in finished.values())
     print(
-        f"load {open('/proc/loadavg').read().split()[0]}; {count} submissions at once, one embedded worker; "
+        f"load {open('/proc/loadavg').read().split()[0]}; {'PostgreSQL + Redis' if services else 'SQLite'}; "
+        f"{count} distinct submissions at once ({len(posts)} runs), one embedded worker; "
         f"statuses: {statuses.count('succeeded')} succeeded, {statuses.count('failed')} failed"
+    )
+    print(
+        f"report pages meanwhile ({len(pages)} reads): p50 {percentile(pages, 0.5) * 1000:.0f} ms, "
+        f"p99 {percentile(pages, 0.99) * 1000:.0f} ms, max {max(pages) * 1000:.0f} ms"
     )
     print(f"POST latency: median {statistics.median(post_s):.3f} s (min {min(post_s):.3f}, max {max(post_s):.3f})")
     print(
