@@ -69,21 +69,8 @@ def export_html(slug: str):
         if run.kind == IMPORT
         else None
     )
-    graph_text = functools.partial(runstore.graph_json_text, session, run)
-
-    def part_text(tab: str, kind: str, key: str) -> str | None:
-        """A fold's part inline, and the parts it links to in turn (a fusion group's "more")."""
-        html = part_html(session, run, tab, kind, urllib.parse.unquote(key))
-        return None if html is None else offline.inline_links(html, run.slug, graph_text, part_text)
-
-    tabs = {
-        tab: Markup(
-            offline.inline_links(
-                _tab_html(run, tab, sections, models, facts, renderer), run.slug, graph_text, part_text
-            )
-        )
-        for tab in STAGE_TABS
-    }
+    inline = _inliner(session, run)
+    tabs = {tab: Markup(inline(_tab_html(run, tab, sections, models, facts, renderer))) for tab in STAGE_TABS}
     scripts = _scripts(charts=any('class="chart"' in html for html in tabs.values()))
     csp = offline.content_security_policy(list(scripts.values()))
     html = render_template(
@@ -107,7 +94,7 @@ def export_html(slug: str):
         worker=Markup(offline.worker_source()),
         worker_element=offline.WORKER_ELEMENT,
     )
-    html = offline.inline_links(html, run.slug, graph_text, part_text)
+    html = inline(html)
     return Response(
         html,
         mimetype="text/html",
@@ -116,6 +103,21 @@ def export_html(slug: str):
             "Content-Disposition": attachment(f"pt2scope-{run.filename.rsplit('.', 1)[0]}-{run.slug}.html"),
         },
     )
+
+
+def _inliner(session, run: Run):
+    """offline.inline_links for this run: its links inside the one file, its graphs and every fold's part (and the
+    parts those link to in turn: a fusion group's "more") as data: URLs."""
+    graph_text = functools.partial(runstore.graph_json_text, session, run)
+
+    def part_text(tab: str, kind: str, key: str) -> str | None:
+        html = part_html(session, run, tab, kind, urllib.parse.unquote(key))
+        return None if html is None else inline(html)
+
+    def inline(html: str) -> str:
+        return offline.inline_links(html, run.slug, graph_text, part_text)
+
+    return inline
 
 
 def attachment(filename: str) -> str:
