@@ -3,10 +3,11 @@ once over HTTP. Reports each POST's latency, each run's submit-to-finish time, t
 true status, and how fast a finished run's report pages answered meanwhile (a reader loops over the Overview and
 Runtime pages of a run stored before the burst: p50, p99).
 
-    .venv/bin/python bench/concurrent_submissions.py [N] [--postgres]   (results: docs/benchmarks.md)
+    .venv/bin/python bench/concurrent_submissions.py [N] [--postgres] [--code FILE]   (results: docs/benchmarks.md)
 
 --postgres: the production configuration, PostgreSQL (a scratch database on 127.0.0.1:5432) and Redis (db 13 of
-127.0.0.1:6379, flushed), instead of the embedded SQLite data and broker.
+127.0.0.1:6379, flushed), instead of the embedded SQLite data and broker. --code FILE: submit FILE instead of the
+seed (an attack from tests/security/attacks: how the pages fare while it runs).
 """
 
 from __future__ import annotations
@@ -75,16 +76,23 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    code = CODE
+    if "--code" in argv:
+        at = argv.index("--code")
+        with open(argv[at + 1]) as f:
+            code = f.read()
+        argv = argv[:at] + argv[at + 2 :]
+    args = [a for a in argv if not a.startswith("--")]
     count = int(args[0]) if args else 10
-    if "--postgres" in sys.argv:
+    if "--postgres" in argv:
         with production_services() as services:
-            measure(count, services)
+            measure(count, services, code)
     else:
-        measure(count, {})
+        measure(count, {}, code)
 
 
-def measure(count: int, services: dict) -> None:
+def measure(count: int, services: dict, submitted: str) -> None:
     with tempfile.TemporaryDirectory(prefix="pt2scope-bench-submit-") as instance, socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -128,7 +136,7 @@ def measure(count: int, services: dict) -> None:
             def submit(i: int) -> None:
                 start.wait()
                 t0 = time.perf_counter()
-                code = CODE + f"\n# client {i}: a file of its own (identical ones would share one run)\n"
+                code = submitted + f"\n# client {i}: a file of its own (identical ones would share one run)\n"
                 run_id = call(base, "/api/runs", {"code": code, "configs": ["eager"]})["id"]
                 posts[run_id] = (t0, time.perf_counter() - t0)
 
