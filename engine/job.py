@@ -738,12 +738,13 @@ class _Pump:
                 return self._kill("timeout")
             if now - checked_at >= OUTPUT_CHECK_INTERVAL_S:
                 checked_at = now
-                if self._forks_keep_being_refused(now) or self._forking_fast(now):
+                pids = self.group.pids()  # once a poll: without a cgroup it is a walk of /proc
+                if self._forks_keep_being_refused(now) or self._forking_fast(now, pids):
                     return self._kill("processes")
-                if self.watch_space and _disk_usage(self.job_dir, self.group.pids()) > output_limit:
+                if self.watch_space and _disk_usage(self.job_dir, pids) > output_limit:
                     return self._kill("output_limit")
                 self._note_full_space()
-                if memory_limit is not None and self.group.memory_used() > memory_limit:
+                if memory_limit is not None and self.group.memory_used(pids) > memory_limit:
                     return self._kill("memory")
                 if self.proc.poll() is not None and not select.select([self.read_fd], [], [], 0)[0]:
                     return  # the child is gone; a process it left holding the pipe does not count
@@ -817,10 +818,10 @@ class _Pump:
         )
         return True
 
-    def _forking_fast(self, now: float) -> bool:
+    def _forking_fast(self, now: float, alive: list[int]) -> bool:
         """More than FORK_RATE_PER_S processes started a second with FORK_BOMB_SHARE of the limit held, in every
-        second for FORK_BOMB_S."""
-        pids = set(self.group.pids())
+        second for FORK_BOMB_S (``alive``: the job's processes now)."""
+        pids = set(alive)
         self.births += len(pids - self.pids)
         self.pids = pids
         if now - self.window_start >= 1.0:

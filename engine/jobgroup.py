@@ -167,10 +167,11 @@ class JobGroup:
                 return []
         return _descendants(self.root_pid) if self.root_pid else []
 
-    def memory_used(self) -> int:
-        """Resident bytes of the job's processes together (the watchdog's measure; a cgroup enforces its own)."""
+    def memory_used(self, pids: list[int]) -> int:
+        """Resident bytes of ``pids``, the job's processes, together (the watchdog's measure; a cgroup enforces its
+        own)."""
         total = 0
-        for pid in self.pids():
+        for pid in pids:
             try:
                 with open(f"/proc/{pid}/statm") as f:
                     total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -500,7 +500,8 @@ def record_event(session: Session, run_id: int, event: dict) -> None:
 
 # The sections a stage tab reads, and the engine stage whose end completes them: the child collects the
 # recorded compile's artifacts in its "report" stage, before the benchmarks, so these tabs can be read while the
-# benchmarks still run. The worker stores the child's partial report when one of these stages ends.
+# benchmarks still run. The engine hands over the partial report when that stage ends (engine.sink), the worker
+# stores it.
 SECTIONS_READY_AFTER = {"dynamo": "report", "aot": "report", "inductor": "report"}
 
 
