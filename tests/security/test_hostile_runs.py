@@ -84,13 +84,14 @@ def test_the_report_says_which_isolation_was_in_force(site):
     whole_job = JobGroup("pt2scope-probe-%d" % os.getpid(), None, 1)  # does this machine give jobs a cgroup?
     expected = (
         f"{whole_job.describe()} pids.max (the whole job; ended once its forks are refused for "
-        f"{jobgroup.FORK_REFUSALS_S:g} s or it starts over {jobgroup.FORK_RATE_PER_S} processes a second"
+        f"{jobgroup.FORK_REFUSALS_S:g} s or it starts over {jobgroup.FORK_RATE_PER_S} processes a second for "
+        f"{jobgroup.FORK_BOMB_S:g} s holding a {jobgroup.FORK_BOMB_SHARE:g} share of the limit)"
         if whole_job.enforced
         else "RLIMIT_NPROC"
     )
     cpu, cpu_limited = whole_job.describe_cpu(), whole_job.cpu_limited
     whole_job.close()
-    assert isolation["enforced_by"]["process_limit"].startswith(expected)
+    assert isolation["enforced_by"]["process_limit"] == expected
     # The job's processes share one low CPU weight and at most the worker's cores (here: the cpu controller).
     assert isolation["enforced_by"]["cpu_cores"] == cpu and cpu_limited, cpu
     assert isolation["limits"]["cpu_cores"] == len(os.sched_getaffinity(0))
