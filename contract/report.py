@@ -645,9 +645,9 @@ class Timing(Model):
     """the host allocator's settings while timing: glibc malloc with fixed thresholds in a job's child (freed
     memory is reused, not returned to the OS and faulted in again each step), or as found"""
     host_cores: str | None = None
-    """GPU steps only: which host cores the rounds ran on. Each round on the next of the process's cores in a
-    shuffled order (engine/measure/cores.py), since a host-bound step runs at the speed of the core its one host
-    thread sits on, and a host's cores are not equally fast; null for a CPU step, whose threads use every core"""
+    """GPU steps only: which host cores the rounds ran on. The thread stays where the scheduler puts it, as in a
+    user's loop (engine/measure/cores.py: moving it each round cost host-bound steps 11-38%); the cores seen tell a
+    slow process's figure apart by core. Null for a CPU step, whose threads use every core"""
 
 
 class RuntimeMode(Model):

@@ -1,22 +1,19 @@
-"""Which host core a GPU step's rounds run on: each round on the next of the process's allowed cores, in a shuffled
-order, so that a process's figure is the host's, not the luck of the core its thread started on.
+"""Which host cores a GPU step's timed rounds ran on. The thread stays where the scheduler puts it, as in a user's
+own loop; the cores are recorded so that a figure that differs from the next process's can be told apart by core.
 
-A GPU step's host thread is one busy thread, and the scheduler leaves it on the core it started on. The cores of a
-host are not equally fast: on one H200 node, 13 of 16 cores ran the 1024² seed's eager step at 0.030-0.032 ms and 3
-at 0.038-0.044 ms, the same 3 for every step tried, with the thread pinned to each core in turn; on another, every
-core's speed moved by the minute (bench/gpu_host_cores.py; docs/benchmarks.md, "GPU: the host core and the
-compile-worker pool"; why, on these virtual machines, is not measured). A host-bound step's process then reads the
-speed of its one core, and two fresh processes cannot average that out. Visiting the cores round by round makes
-every process's median a sample of the host's cores; the rounds of one config and eager stay paired on one core,
-so speedups compare like with like.
+Why the thread is not moved: on 4 December 2026 one H200 node ran host-bound steps 1.2-1.7x slower on 3 of its 16
+cores, and for a while every GPU step's rounds visited the cores one round each. Measured on 6 December (an H100
+node, bench/gpu_host_cores.py, six fresh processes of each kind interleaved): processes that moved their thread each
+round were slower than processes left alone in every case (median of the six: the 1024² seed eager 0.0478 against
+0.0347 ms, compiled 0.0799 against 0.0582, the 4096² compiled seed 0.0721 against 0.0647, a transformer block
+0.364 against 0.290), and the per-core sweep's "slow cores" were fast for a fresh process pinned there from its
+start (core 4: 0.0612 ms in the sweep, 0.0317 pinned): a move costs the host speed, so moving every round measured
+the moves, not the user's loop (docs/benchmarks.md, "GPU: moving the host thread").
 
-A CPU step runs one OpenMP thread per core and is never moved (its threads are the OpenMP runtime's to place).
+A CPU step runs one OpenMP thread per core: every core is the step's, nothing is recorded.
 Torch-free: the caller says whether the step is a GPU's."""
 
 from __future__ import annotations
-
-import os
-import random
 
 
 def current_core() -> int | None:
@@ -30,51 +27,28 @@ def current_core() -> int | None:
     return int(fields[36])  # field 39 counts from 1 and includes pid and comm
 
 
-class CoreRotation:
-    """Pins this thread to the next core of a shuffled list at each ``next_round()``; ``restore()`` gives it back
-    the cores it had. Does nothing where the step is not a GPU's, only one core is allowed, or the affinity cannot
-    be set (then ``describe()`` says why)."""
+class CoresSeen:
+    """``next_round()`` notes the core the thread is on (a GPU step only); ``describe()`` says which ones."""
 
-    def __init__(self, gpu_step: bool, seed: int | None = None):
-        try:
-            self.home = os.sched_getaffinity(0)
-        except (AttributeError, OSError):
-            self.home = set()
-        self.order = sorted(self.home) if gpu_step and len(self.home) > 1 else []
-        random.Random(seed).shuffle(self.order)
-        self.gpu_step, self.rounds, self.visited, self.failed = gpu_step, 0, set(), None
+    def __init__(self, gpu_step: bool):
+        self.gpu_step, self.cores = gpu_step, []
 
     def next_round(self) -> None:
-        if not self.order or self.failed:
-            return
-        core = self.order[self.rounds % len(self.order)]
-        try:
-            os.sched_setaffinity(0, {core})
-        except OSError as exc:  # a cpuset changed under the job, or a sandbox that refuses: stay where it is
-            self.failed = f"{type(exc).__name__}: {exc}"
-            return
-        self.rounds += 1
-        self.visited.add(core)
-
-    def restore(self) -> None:
-        if self.rounds:  # also after a later pin failed: the thread is on the last core it was moved to
-            try:
-                os.sched_setaffinity(0, self.home)
-            except OSError:  # the cpuset shrank under the job: the kernel keeps the thread where it may run
-                pass
+        if self.gpu_step:
+            self.cores.append(current_core())
 
     def describe(self) -> str | None:
         if not self.gpu_step:
             return None  # a CPU step: every core is the step's
-        if self.failed:
-            moved = f"the first {self.rounds} rounds each on the next core, then " if self.rounds else ""
-            return f"{moved}rounds on the core the thread was on: its affinity could not be set ({self.failed})"
-        if not self.home:
-            return "rounds on whichever core the scheduler chose: this process's cores could not be read"
-        if not self.order:
-            return "rounds on the one core this process may use"
+        seen = sorted({c for c in self.cores if c is not None})
+        if not seen:
+            return "on the core the scheduler gave the thread, as in a user's loop (which one could not be read)"
+        moved = f", moved by the scheduler {self._moves()} times" if len(seen) > 1 else ""
         return (
-            f"each round on the next of this process's {len(self.order)} host cores, in a shuffled order "
-            f"({len(self.visited)} visited), so a host-bound figure is not the speed of the one core the thread "
-            "started on; a config's round and eager's of the same index ran on the same core"
+            f"on the core{'s' if len(seen) > 1 else ''} the scheduler gave the thread, as in a user's loop: "
+            f"{', '.join(map(str, seen))} ({len(self.cores)} rounds{moved}); the thread is never moved, since a "
+            "move costs a host-bound step its speed"
         )
+
+    def _moves(self) -> int:
+        return sum(a != b for a, b in zip(self.cores, self.cores[1:]))

@@ -14,7 +14,7 @@ import torch
 
 from engine.cli import summary
 from engine.job import JobRequest, run_job
-from engine.measure.cores import CoreRotation, current_core
+from engine.measure.cores import CoresSeen, current_core
 from engine.measure.load import CONTENTION_CORES, CpuWindow
 from engine.measure.stats import median_interval, speedup
 from engine.stages.runtime import accuracy, cudagraphs, timing
@@ -455,45 +455,38 @@ def test_a_machine_busy_in_every_batch_gets_no_more_rounds_than_a_quiet_one(monk
     assert all(len(r.rounds_ms) == rt["timing"]["rounds"] <= timing.MAX_ROUNDS for r in rungs)
 
 
-def test_a_gpu_steps_rounds_visit_every_host_core_with_paired_rounds_on_one_core(monkeypatch):
-    """A GPU step's one host thread runs at the speed of its core, and on an H200 node 3 of 16 cores ran host-bound
-    steps 1.2-1.4x slower (bench/gpu_host_cores.py): each round moves the thread to the next core, every config's
-    round of one index on the same core, and the thread gets its cores back after. The rounds here are CPU steps
-    timed as a GPU step's would be scheduled (time_round stands in for the CUDA events, which need a GPU)."""
+def test_a_gpu_steps_thread_stays_where_the_scheduler_put_it_and_the_cores_it_ran_on_are_named(monkeypatch):
+    """Moving a GPU step's host thread to another core each round cost host-bound steps 11-38% on an H100 node
+    (bench/gpu_host_cores.py): the rounds run where a user's loop would, never moved, and the report names the
+    cores they ran on. The rounds here are CPU steps timed as a GPU step's would be scheduled (time_round stands in
+    for the CUDA events, which need a GPU)."""
     x = torch.randn(64, 64)
     workload, rungs = sin_and_cos_rungs(x)
     workload.device = "cuda"
-    ran_on = []
+    ran_on, moves, real_set = [], [], os.sched_setaffinity
 
     def time_round(workload, rung):
-        ran_on.append((rung.name, current_core()))
+        ran_on.append(current_core())
         t0 = time.perf_counter()
         rung.fn(x)
         return (time.perf_counter() - t0) * 1000
 
     monkeypatch.setattr(timing, "time_round", time_round)
-    home = os.sched_getaffinity(0)
+    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cores: (moves.append(cores), real_set(pid, cores)))
     rt = {}
     timing.time_rounds(workload, rungs, rt, None)
-    assert os.sched_getaffinity(0) == home
-    pairs = list(zip(ran_on[::2], ran_on[1::2]))
-    assert all(a[0] == "eager" and b[0] == "other" and a[1] == b[1] for a, b in pairs), ran_on
-    assert {core for _, core in ran_on} == home, ran_on  # 2 cores here, at least 7 rounds
-    assert f"of this process's {len(home)} host cores" in rt["timing"]["host_cores"]
+    assert moves == []
+    described = rt["timing"]["host_cores"]
+    assert described.startswith("on the core") and f"({rt['timing']['rounds']} rounds" in described, described
+    assert all(str(core) in described for core in set(ran_on)), (described, ran_on)
 
 
-def test_a_core_that_cannot_be_pinned_stops_the_rotation_and_the_thread_still_gets_its_cores_back():
-    """A cpuset that shrinks under the job (here: a core number that does not exist) makes the next pin fail: the
-    rotation stops where it is, says why, and restore() still gives back every core the thread had."""
-    home = os.sched_getaffinity(0)
-    rotation = CoreRotation(gpu_step=True, seed=0)
-    rotation.order = [min(home), 4095]
-    rotation.next_round()
-    assert os.sched_getaffinity(0) == {min(home)}
-    rotation.next_round()
-    assert rotation.failed and "could not be set" in rotation.describe()
-    rotation.restore()
-    assert os.sched_getaffinity(0) == home
+def test_the_cores_a_thread_was_moved_between_are_counted():
+    seen = CoresSeen(gpu_step=True)
+    seen.cores = [1, 1, 0, 0, 1]
+    assert "on the cores the scheduler gave the thread, as in a user's loop: 0, 1 (5 rounds, moved by the " \
+        "scheduler 2 times)" in seen.describe()
+    assert CoresSeen(gpu_step=False).describe() is None
 
 
 def test_a_cpu_steps_threads_are_never_moved(monkeypatch):

@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from engine.measure.cores import CoreRotation
+from engine.measure.cores import CoresSeen
 from engine.measure.load import CpuWindow, contended, host_allocator, load_summary, machine_load
 from engine.measure.stats import quantile, speedup
 from engine.stages.runtime.rung import Rung
@@ -118,11 +118,8 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
         )
     before = machine_load()
     threads = step_threads(workload.device)
-    cores = CoreRotation(gpu_step=workload.device == "cuda")  # a GPU step's host thread visits every core
-    try:
-        alive, quiet, busy, set_aside = _timed_batches(workload, rungs, threads, cores, ctx)
-    finally:
-        cores.restore()
+    cores = CoresSeen(gpu_step=workload.device == "cuda")  # which cores a GPU step's one host thread ran on
+    alive, quiet, busy, set_aside = _timed_batches(workload, rungs, threads, cores, ctx)
     kept_contended = bool(busy) and not quiet
     dropped = max(map(len, set_aside.values()), default=0)
     if kept_contended:  # nothing quiet to keep: the contended rounds are the figures, and say so
@@ -140,7 +137,7 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
     _record_figures(workload, rungs, alive, rt, cores)
 
 
-def _timed_batches(workload: Workload, rungs: list[Rung], threads: int, cores: CoreRotation, ctx) -> tuple:
+def _timed_batches(workload: Workload, rungs: list[Rung], threads: int, cores: CoresSeen, ctx) -> tuple:
     """The timed rounds, batch by batch: (the rungs still alive, what other processes took in each quiet batch and
     in each contended one, the contended batches' rounds per rung). Each rung's ``rounds_ms`` keeps the quiet
     rounds."""
@@ -188,7 +185,7 @@ def _timed_batches(workload: Workload, rungs: list[Rung], threads: int, cores: C
             return alive, quiet, busy, set_aside
 
 
-def _record_figures(workload: Workload, rungs: list[Rung], alive: list[Rung], rt: dict, cores: CoreRotation) -> None:
+def _record_figures(workload: Workload, rungs: list[Rung], alive: list[Rung], rt: dict, cores: CoresSeen) -> None:
     """rt["timing"] (how the figures were taken) and each timed rung's median, spread and rounds."""
     method = "cuda_events" if workload.device == "cuda" else "perf_counter"
     rt["timing"] = {
