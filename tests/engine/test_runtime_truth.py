@@ -484,8 +484,10 @@ def test_a_gpu_steps_thread_stays_where_the_scheduler_put_it_and_the_cores_it_ra
 def test_the_cores_a_thread_was_moved_between_are_counted():
     seen = CoresSeen(gpu_step=True)
     seen.cores = [1, 1, 0, 0, 1]
-    assert "on the cores the scheduler gave the thread, as in a user's loop: 0, 1 (5 rounds, moved by the " \
+    assert (
+        "on the cores the scheduler gave the thread, as in a user's loop: 0, 1 (5 rounds, moved by the "
         "scheduler 2 times)" in seen.describe()
+    )
     assert CoresSeen(gpu_step=False).describe() is None
 
 
