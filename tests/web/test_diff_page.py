@@ -23,7 +23,20 @@ def site(tmp_path_factory):
     settings = make_settings(tmp_path_factory.mktemp("diff_page"))
     with session_factory(settings.database_url)() as session:
         slugs = {name: store_sample_report(session, read_sample_report(name)).slug for name in NAMES}
+        slugs["seed_slow"] = store_sample_report(session, slow_seed()).slug
     return create_app(settings).test_client(), slugs
+
+
+def slow_seed() -> dict:
+    """The seed's report with every benchmark 4,000x slower and a tiny error: figures that '%.4g' printed as
+    1.58e+04 and 1.2e-07."""
+    report = read_sample_report("seed")
+    for bench in report["runtime"]["benchmarks"]:
+        if bench.get("median_ms"):
+            bench["median_ms"] = 15812.3 if bench["config"] == "eager" else bench["median_ms"] * 4000
+            if bench.get("max_abs_error") is not None:
+                bench["max_abs_error"] = 1.2e-7
+    return report
 
 
 def get(client, url):
@@ -146,3 +159,11 @@ def test_two_runs_too_large_to_compare_are_refused_before_either_is_read(site, m
     assert "MiB together" in error
     page = client.get(f"/diff/{a}/{b}")
     assert page.status_code == 413 and "too large to compare" in page.get_data(as_text=True)
+
+
+def test_the_diff_page_writes_numbers_for_people_never_e_notation(site):
+    page, data = diff(site, "seed", "seed_slow")
+    slow = next(r for r in data["benchmarks"] if r["config"] == "eager")["b_median_ms"]
+    assert slow == pytest.approx(15812.3)
+    assert "15,800" in page
+    assert not re.search(r"\d\.?\d*e[+-]\d", text_of(page)), re.findall(r"\S*\d\.?\d*e[+-]\d\S*", text_of(page))
