@@ -60,3 +60,32 @@ def test_node_provenance_keeps_only_the_user_frames():
     assert user_frames(trace, "utils.py") == [
         {"file": "utils.py", "line": 4, "func": "forward", "code": "return x.sin()"}
     ]
+
+
+def test_a_training_step_that_needs_no_grad_names_the_models_forward_and_says_what_to_do(monkeypatch, tmp_path):
+    """torch names no line of the user's for "element 0 of tensors does not require grad": the error names the
+    model's forward (its def line in the user's file) and the two ways out. torch raises the real error here."""
+    import sys
+    import types
+
+    import torch
+
+    from engine.usercode import user_failure
+
+    code = "import torch\n\n\nclass Sines(torch.nn.Module):\n    def forward(self, x):\n        return x.sin()\n"
+    module = types.ModuleType("user_model")
+    exec(compile(code, str(tmp_path / "model.py"), "exec"), module.__dict__)
+    module.model = module.Sines()
+    monkeypatch.setitem(sys.modules, "user_model", module)
+    try:
+        module.model(torch.randn(3)).sum().backward()
+    except RuntimeError as exc:
+        error = user_failure(exc, "model.py", "running a training step")
+    else:
+        raise AssertionError("torch raised nothing")
+    assert (error.kind, error.line) == ("user_exception", 5)  # def forward
+    assert (
+        "does not require grad and does not have a grad_fn while running a training step. Training calls .backward() on what "
+        "Sines.forward (model.py:5) returns" in error.message
+    )
+    assert "Run it as inference (choose inference on the form, or set train = False in the file)" in error.message
