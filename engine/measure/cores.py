@@ -43,11 +43,13 @@ class CoresSeen:
         seen = sorted({c for c in self.cores if c is not None})
         if not seen:
             return "on the core the scheduler gave the thread, as in a user's loop (which one could not be read)"
-        moved = f", moved by the scheduler {self._moves()} times" if len(seen) > 1 else ""
+        # No count of rounds here: contended batches' rounds are timed, then dropped (runtime.timing.rounds counts
+        # the kept ones), and their cores are still where the thread ran.
+        moved = f" (moved by the scheduler {self._moves()} times)" if len(seen) > 1 else ""
         return (
             f"on the core{'s' if len(seen) > 1 else ''} the scheduler gave the thread, as in a user's loop: "
-            f"{', '.join(map(str, seen))} ({len(self.cores)} rounds{moved}); the thread is never moved, since a "
-            "move costs a host-bound step its speed"
+            f"{', '.join(map(str, seen))}{moved}; the thread is never moved, since a move costs a host-bound step "
+            "its speed"
         )
 
     def _moves(self) -> int:

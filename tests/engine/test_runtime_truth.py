@@ -477,7 +477,7 @@ def test_a_gpu_steps_thread_stays_where_the_scheduler_put_it_and_the_cores_it_ra
     timing.time_rounds(workload, rungs, rt, None)
     assert moves == []
     described = rt["timing"]["host_cores"]
-    assert described.startswith("on the core") and f"({rt['timing']['rounds']} rounds" in described, described
+    assert described.startswith("on the core") and described.endswith("a move costs a host-bound step its speed")
     assert all(str(core) in described for core in set(ran_on)), (described, ran_on)
 
 
@@ -485,7 +485,7 @@ def test_the_cores_a_thread_was_moved_between_are_counted():
     seen = CoresSeen(gpu_step=True)
     seen.cores = [1, 1, 0, 0, 1]
     assert (
-        "on the cores the scheduler gave the thread, as in a user's loop: 0, 1 (5 rounds, moved by the "
+        "on the cores the scheduler gave the thread, as in a user's loop: 0, 1 (moved by the "
         "scheduler 2 times)" in seen.describe()
     )
     assert CoresSeen(gpu_step=False).describe() is None
