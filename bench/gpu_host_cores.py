@@ -15,7 +15,7 @@ Parts, each printing a table (all on the device machine; a CPU dry run checks th
           (sched_getcpu) every round: does a slow process sit on a slow core?
   pinned: one fresh process per core of a few (the fastest and slowest cores of the sweep), pinned from its start:
           do processes on one core agree with each other (then the process is not the cause)?
-  rotate: fresh processes that move their thread to the next core every round (what the engine would do): the
+  rotate: fresh processes that move their thread to the next core every round (what the engine did 4-6 Dec): the
           spread of their medians against the unpinned processes'.
   --pool: instead of the above, fresh processes alternately with Inductor's compile-worker pool (the default) and
           without it (TORCHINDUCTOR_COMPILE_THREADS=1), each timing the compiled 1024² seed in 1.5 s windows right
