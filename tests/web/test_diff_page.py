@@ -11,7 +11,7 @@ from storage import runstore
 from storage.db import session_factory
 from tests.browser.conftest import read_sample_report
 from tests.support import make_settings, store_sample_report
-from tests.web.test_report_agreement import element, text_of
+from tests.web.test_report_agreement import element, shown_guards, text_of
 from webapp import create_app
 from webapp.views import diff as diff_view
 
@@ -51,13 +51,8 @@ def diff(site, a, b):
 
 
 def dynamo_tab_guards(site, name) -> int:
-    """The guards the Dynamo tab counts: its header's total where torch counted them, else its frames' counts."""
     client, slugs = site
-    page = get(client, f"/r/{slugs[name]}/dynamo")
-    total = re.search(r"(\d+) guards?", element(page, "guard-count") or "")
-    if total:
-        return int(total.group(1))
-    return sum(int(n) for n in re.findall(r'<span class="muted">(\d+) guards</span></h3>', page))
+    return int(shown_guards(get(client, f"/r/{slugs[name]}/dynamo")))
 
 
 def summary_cells(page, metric):

@@ -78,6 +78,11 @@ def panel(export: str, tab: str) -> str:
     return export[start : end if end > 0 else len(export)]
 
 
+def not_reached(tab: str) -> bool:
+    """A tab of a stage the run never reached shows none of its counts: the summary's are then the ones to agree."""
+    return "This stage recorded nothing" in tab or 'id="not-reached"' in tab
+
+
 def _plural(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -91,7 +96,7 @@ def test_the_counts_agree_on_every_page_the_export_and_the_api(site, pages, name
     export = page["export"]
     # The tab headers, on the page and in the export, read the one summary (where the run reached the stage).
     for source in (page["dynamo"], panel(export, "dynamo")):
-        if "This stage recorded nothing" in source or 'id="not-reached"' in source:
+        if not_reached(source):
             continue
         assert element(source, "graph-count") == str(counts.dynamo_graphs)
         assert element(source, "graph-break-count") == (
@@ -100,11 +105,11 @@ def test_the_counts_agree_on_every_page_the_export_and_the_api(site, pages, name
         guards = f", {_plural(counts.guards, 'guard')}" if counts.guards is not None else ""
         assert element(source, "guard-count") == f"{_plural(counts.recompiles, 'recompile')}{guards}"
     for source in (page["aot"], panel(export, "aot")):
-        if "This stage recorded nothing" in source or 'id="not-reached"' in source:
+        if not_reached(source):
             continue
         assert element(source, "aot-graph-count") == str(counts.aot_graphs)
     for source in (page["inductor"], panel(export, "inductor")):
-        if "This stage recorded nothing" in source or 'id="not-reached"' in source:
+        if not_reached(source):
             continue
         assert element(source, "kernel-count") == (
             f"{_plural(counts.generated_kernels, 'generated kernel')}, {_plural(counts.library_calls, 'library call')}"
@@ -135,6 +140,56 @@ def test_the_counts_agree_on_every_page_the_export_and_the_api(site, pages, name
     assert headlines(page["overview"]) == headlines(panel(export, "overview"))
     api = client.get(f"/api/runs/{slug}").get_json()["summary"]
     assert {key: api[key] for key in counts.model_dump()} == counts.model_dump()
+
+
+def shown_guards(dynamo_page: str) -> str:
+    """The guards the Dynamo tab counts: its header's total where torch counted them, else its frames' counts summed;
+    "—" where it shows none."""
+    total = re.search(r"(\d+) guards?", element(dynamo_page, "guard-count") or "")
+    if total:
+        return total.group(1)
+    frames = re.findall(r'<span class="muted">(\d+) guards?</span></h3>', dynamo_page)
+    return str(sum(int(n) for n in frames)) if frames else "—"
+
+
+def shown_post_grad_graphs(inductor_page: str) -> str:
+    section = re.search(
+        r'id="inductor-post_grad_graphs">\s*<h2>.*?<span class="count">(\d+)</span>', inductor_page, re.S
+    )
+    return section.group(1) if section else "0"
+
+
+def shown_compile_total(runtime_page: str) -> str:
+    """The recorded compile's total on the Runtime tab ("took <strong>2.78 s</strong>"), "—" where it gives none."""
+    total = re.search(r"took <strong>([^<]+) s</strong>", runtime_page)
+    return total.group(1) if total else "—"
+
+
+@pytest.mark.parametrize("name", SAMPLE_REPORTS)
+def test_the_diff_summary_counts_as_the_pages_do(site, pages, name):
+    """Every row of the diff's summary, each side, says what that run's own tabs say (compared with the seed)."""
+    client, runs = site
+    other = "seed" if name != "seed" else "graph_break"
+    diff = _get(client, f"/diff/{runs[name][0]}/{runs[other][0]}")
+    for side, run in ((0, name), (1, other)):
+        counts, page = runs[run][1].summary.counts, pages[run]
+        expected = {
+            "dynamo_graphs": str(counts.dynamo_graphs),
+            "graph_breaks": str(counts.graph_breaks),
+            "recompiles": str(counts.recompiles),
+            "guards": str(counts.guards) if not_reached(page["dynamo"]) else shown_guards(page["dynamo"]),
+            "aot_graphs": str(counts.aot_graphs),
+            "post_grad_graphs": shown_post_grad_graphs(page["inductor"]),
+            "kernels": str(counts.generated_kernels),
+            "compile_seconds_total": shown_compile_total(page["runtime"]),
+        }
+        rows = dict(re.findall(r'<tr data-metric="(\w+)">(.*?)</tr>', diff, re.S))
+        assert set(rows) == set(expected), f"{name}: the diff's summary rows {sorted(rows)}"
+        for metric, want in expected.items():
+            cells = [text_of(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", rows[metric], re.S)]
+            assert cells[1 + side] == want, (
+                f"{run} ({'AB'[side]}) {metric}: the diff says {cells[1 + side]}, its pages {want}"
+            )
 
 
 @pytest.mark.parametrize("name", SAMPLE_REPORTS)
