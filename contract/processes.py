@@ -37,10 +37,11 @@ class ProcessRun(_Model):
 class Processes(_Model):
     """The measuring processes: the figures across them are `benchmarks[].processes` and `benchmarks[].speedup`."""
 
-    status: Literal["ok", "failed", "pending", "skipped"] | None = None
+    status: Literal["ok", "failed", "pending", "deferred", "skipped"] | None = None
     """null: none was run (a recorded config that is not an Inductor one, whose job starts no warm-compile
     processes; a ladder without eager and another config; a report from before them); pending:
-    still running when the report was first stored; ok: at least two processes timed the configs"""
+    still running when the report was first stored; deferred: left, with the warm compile, for when the worker is
+    idle (other jobs were waiting); ok: at least two processes timed the configs"""
     reason: str | None = None
     method: str | None = None
     runs: list[ProcessRun] = []

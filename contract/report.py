@@ -572,9 +572,10 @@ class WarmCompile(Model):
     spawned by the child in the job's folder and sandbox, every cache at torch's defaults; on CPU with the recorded
     compile's kernel-profile names, so its kernel binaries can be found)."""
 
-    status: Literal["ok", "failed", "skipped", "pending"]
+    status: Literal["ok", "failed", "skipped", "pending", "deferred"]
     """pending: still running when the report was first stored (the worker stores the report before the warm
-    compiles and replaces this section when they end)"""
+    compiles and replaces this section when they end); deferred: other jobs were waiting when the report was
+    readable, so the worker runs it when it is idle and then replaces this section (`reason` says so)"""
     reason: str | None = None
     """why it failed or was skipped"""
     config: ConfigName | None = None

@@ -3,7 +3,10 @@
 Run as ``python -m engine.child JOB_DIR`` by engine.job (never imported by the parent). Reads
 JOB_DIR/request.json, writes progress events as JSON lines to the fd in PT2SCOPE_EVENT_FD, saves
 JOB_DIR/report.json.partial after each stage (so a crash keeps what was done) and JOB_DIR/report.json at the end.
-A job with a warm compile also writes JOB_DIR/report.json.early, the finished report before it (see save_early).
+A job with a warm compile also writes JOB_DIR/report.json.early, the finished report before it (see save_early),
+and asks the parent whether to run it now or leave it for later (post_report_deferral). With
+PT2SCOPE_POST_REPORT_ONLY set, the child does such a job's deferred work alone, completing the report the job left
+in JOB_DIR/report.json.deferred (engine.job.run_post_report).
 """
 
 from __future__ import annotations
@@ -46,7 +49,12 @@ class Job:
         self.job_dir = job_dir
         with open(os.path.join(job_dir, "request.json")) as f:
             self.request = json.load(f)
-        self.report = empty_report(self.request)
+        self.post_report_only = bool(os.environ.get("PT2SCOPE_POST_REPORT_ONLY"))
+        if self.post_report_only:
+            with open(os.path.join(job_dir, "report.json.deferred")) as f:
+                self.report = json.load(f)
+        else:
+            self.report = empty_report(self.request)
         self.started = time.monotonic()
         fd = os.environ.get("PT2SCOPE_EVENT_FD")
         self.events = os.fdopen(int(fd), "w", buffering=1) if fd else None
@@ -140,6 +148,22 @@ class Job:
         self._write("report.json.partial")
         self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})
 
+    def post_report_deferral(self) -> str | None:
+        """Asked once the early report is written and the warm compile announced: why the parent leaves the work
+        after the report for later (other jobs wait), or None to run it now (also when no parent asks)."""
+        fd = os.environ.get("PT2SCOPE_POST_REPORT_FD")
+        if not fd:
+            return None
+        answer = b""
+        with os.fdopen(int(fd), "rb") as pipe:
+            while not answer.endswith(b"\n"):
+                chunk = pipe.read1(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        verb, _, reason = answer.decode("utf-8", "replace").strip().partition(" ")
+        return (reason or "other jobs were waiting") if verb == "defer" else None
+
     def save(self) -> None:
         """Write the final report (its own writing ends at report.json's modification time, which the parent reads
         for the timeline)."""
@@ -185,10 +209,36 @@ def pipeline() -> list:
     return [LoadStage(), ReferenceStage(), CaptureStage(), LadderStage(), WarmCompileStage()]
 
 
+def post_report_pipeline(job: Job) -> list:
+    """A job's deferred post-report work alone: the state the warm compile reads, set up as the job had it (the
+    recorded config from the request; what was unavailable and the errors so far carried on), then the stage."""
+    from engine.stages.base import Context
+    from engine.stages.capture import capture_config
+    from engine.stages.runtime.warm_compile import WarmCompileStage
+
+    request, report = job.request, job.report
+    job.state.ctx = Context(
+        user_file=request["filename"],
+        device=request["device"],
+        train=bool(request.get("train")),
+        tap=None,
+        emit=job.emit,
+    )
+    job.state.ctx.unavailable = list(report["unavailable"])
+    job.state.target = capture_config(request["configs"])
+    report["stages"] = [s for s in report["stages"] if s["name"] != "warm_compile"]  # its deferral, replaced
+    return [WarmCompileStage()]
+
+
 def run(job: Job) -> None:
-    job.begin("load")
-    with job.timeline.span("import_torch"):  # the stages import torch
-        stages = pipeline()
+    if job.post_report_only:
+        job.stage = "warm_compile"
+        with job.timeline.span("import_torch"):
+            stages = post_report_pipeline(job)
+    else:
+        job.begin("load")
+        with job.timeline.span("import_torch"):  # the stages import torch
+            stages = pipeline()
     for stage in stages:
         stage.run(job)
     finish(job, job.report)

@@ -31,7 +31,7 @@ from contract.vocab import MEASURING_PROCESSES, ConfigError, new_error_id, parse
 from engine import events, sandbox, seccomp
 from engine.jobgroup import FORK_BOMB_S, FORK_BOMB_SHARE, FORK_RATE_PER_S, FORK_REFUSALS_S, JobGroup
 from engine.reportfile import failed_report
-from engine.sink import ReportSink
+from engine.sink import Deferral, ReportSink
 
 PROJECT_ROOT = sandbox.PROJECT_ROOT
 USER_OUTPUT_LIMIT = 64 * 1024  # bytes of the user's stdout/stderr kept in the report (the tail)
@@ -187,7 +187,8 @@ def launch_signature(request: JobRequest, isolation: sandbox.Isolation, scratch:
 @dataclass
 class _Child:
     """A started child: its process, the read ends of its event and status pipes, the parent's own handles on its
-    output, when it was spawned, and (a prestarted child) the write end of the pipe that says go."""
+    output, when it was spawned, the write end of the pipe that tells it whether to run the work after its report
+    now (``decide_post_report``) and (a prestarted child) that of the pipe that says go."""
 
     proc: subprocess.Popen
     read_fd: int
@@ -195,12 +196,28 @@ class _Child:
     out: object
     err: object
     spawned_unix: float
+    decide_fd: int | None = None
     go_fd: int | None = None
 
     def close_go(self) -> None:
         if self.go_fd is not None:
             os.close(self.go_fd)
             self.go_fd = None
+
+    def decide_post_report(self, deferral: Deferral | None) -> None:
+        """Run the work after the report now (None) or leave it for later, and why (engine.child.Job
+        .post_report_deferral reads it). Closing the pipe undecided means run it (a child whose early report
+        was never handed over)."""
+        if self.decide_fd is None:
+            return
+        line = "run\n" if deferral is None else f"defer {' '.join(deferral.reason.split())[:1000]}\n"
+        try:
+            os.write(self.decide_fd, line.encode())
+        except OSError:  # the child is gone
+            pass
+        finally:
+            os.close(self.decide_fd)
+            self.decide_fd = None
 
 
 def _spawn(
@@ -212,9 +229,11 @@ def _spawn(
     cleanup: ExitStack,
     *,
     prestart: bool = False,
+    post_report_only: bool = False,
 ) -> _Child:
     """Start the sandboxed child on a prepared job folder (raises OSError); ``cleanup`` closes what it opened.
-    ``prestart``: the child imports what every job needs, then waits for go (engine.child.wait_for_job)."""
+    ``prestart``: the child imports what every job needs, then waits for go (engine.child.wait_for_job).
+    ``post_report_only``: the child does a job's deferred post-report work alone (run_post_report)."""
     read_fd, write_fd = os.pipe()
     cleanup.callback(os.close, read_fd)
     sandboxed = isolation.mode == "bubblewrap"
@@ -222,17 +241,20 @@ def _spawn(
     if sandboxed:
         cleanup.callback(os.close, status_read)
     go_read, go_write = os.pipe() if prestart else (None, None)
+    decide_read, decide_write = os.pipe()
     seccomp_fd = seccomp.filter_fd() if sandboxed else None
     # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
     # the parent reads back is always the file it created (never a link the job planted).
     out, err = (
         cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b")) for name in ("stdout", "stderr")
     )
-    env = _child_env(job_dir, write_fd, request, go_fd=go_read)
+    env = _child_env(job_dir, write_fd, request, go_fd=go_read, decide_fd=decide_read)
+    if post_report_only:
+        env["PT2SCOPE_POST_REPORT_ONLY"] = "1"
     if group.enforced:  # the cgroup's pids.max refuses first, so the kernel counts each refusal (pids.events)
         request = replace(request, process_limit=request.process_limit + NPROC_ABOVE_PIDS_MAX)
     spawned_unix = time.time()
-    inherited = (write_fd, seccomp_fd, status_write, go_read)
+    inherited = (write_fd, seccomp_fd, status_write, go_read, decide_read)
     try:
         proc = subprocess.Popen(
             sandbox.child_command(isolation, request, job_dir, env, uid, seccomp_fd, status_write),
@@ -246,16 +268,18 @@ def _spawn(
             preexec_fn=group.join_in_child if group.enforced else None,
         )
     except OSError:
-        if go_write is not None:
-            os.close(go_write)
+        for fd in (go_write, decide_write):
+            if fd is not None:
+                os.close(fd)
         raise
     finally:
         for fd in inherited:
             if fd is not None:
                 os.close(fd)
     group.started(proc.pid)
-    child = _Child(proc, read_fd, status_read, out, err, spawned_unix, go_write)
+    child = _Child(proc, read_fd, status_read, out, err, spawned_unix, decide_write, go_write)
     cleanup.callback(child.close_go)
+    cleanup.callback(child.decide_post_report, None)
     return child
 
 
@@ -327,14 +351,21 @@ def _run(
     isolation: sandbox.Isolation,
     started_unix: float,
     prestarted: PrestartedChild | None = None,
+    *,
+    post_report_of: str | None = None,
+    should_yield=None,
 ) -> dict:
+    """``post_report_of``: a folder a job kept for its deferred post-report work (_keep_for_later); the child does
+    that work alone on a copy of it, stopped (killed) as soon as ``should_yield()`` is true."""
     job_dir, group = held.job_dir, held.group
     if prestarted is None:
         sandbox.prepare_job_dir(job_dir, isolation, held.uid)
+        if post_report_of is not None:
+            sandbox.copy_job_files(post_report_of, job_dir, held.uid, skip=CHILD_WRITES_ANEW)
         _write_job(job_dir, request)
     try:
         child, started, handed_unix = _start_child(
-            request, job_dir, isolation, held.uid, group, held.cleanup, prestarted
+            request, job_dir, isolation, held.uid, group, held.cleanup, prestarted, post_report_of is not None
         )
     except OSError as exc:  # a prestarted child may have died between the fit check and the go
         return failed_report(asdict(request), "load", "internal_error", f"the job could not start: {exc}")
@@ -358,7 +389,15 @@ def _run(
         )
         return report
 
+    deferral = None
+
     def hand_over_early_report() -> None:
+        nonlocal deferral
+        try:  # asked first: the child waits for the answer, never for the early report's store
+            deferral = sink.defer_post_report()
+        except Exception:  # the work then runs now, as it always could
+            log.exception("error %s: could not tell whether to defer the warm compile", new_error_id())
+        child.decide_post_report(deferral)
         early_path = os.path.join(job_dir, "report.json.early")
         try:
             early = _read_child_report(early_path, request)
@@ -368,11 +407,78 @@ def _run(
             log.exception("error %s: the report before the warm compile could not be handed over", new_error_id())
 
     pump = _Pump(proc, read_fd, status_read, request, job_dir, started, sink, group, watch_space=not held.job_space)
-    pump.on_early_report = hand_over_early_report
+    if post_report_of is None:
+        pump.on_early_report = hand_over_early_report
+    pump.should_yield = should_yield
     returncode, exited_unix = _pump_until_exit(pump, proc, group)
     report_path = os.path.join(job_dir, "report.json")
     report = _final_report(request, job_dir, report_path, pump, group, isolation, returncode, err)
-    return complete(report, report_path, exited_unix)
+    report = complete(report, report_path, exited_unix)
+    if deferral is not None and is_deferred(report):
+        _keep_for_later(report, job_dir, deferral)
+    return report
+
+
+# What a child writes itself in its folder, never carried into the folder of a job's deferred post-report work.
+CHILD_WRITES_ANEW = frozenset(
+    {"report.json", "report.json.partial", "report.json.early", "stdout.txt", "stderr.txt", STACK_DUMP_FILE}
+    | {USER_CODE_STACK_FILE}
+)
+DEFERRED_REPORT = "report.json.deferred"  # in a kept folder: the job's report, which the post-report child completes
+
+
+def is_deferred(report: dict) -> bool:
+    warm = ((report.get("runtime") or {}).get("compile_cache") or {}).get("warm") or {}
+    return report.get("status") == "ok" and warm.get("status") == "deferred"
+
+
+def _keep_for_later(report: dict, job_dir: str, deferral: Deferral) -> None:
+    """Copy the job's folder (its kernel and graph caches, as the warm compile needs them) to the deferral's, with
+    the report the post-report child completes; where it cannot be kept, the deferred entries say so instead."""
+    try:
+        sandbox.copy_job_files(job_dir, deferral.keep_dir, None, skip=CHILD_WRITES_ANEW)
+        with open(os.path.join(deferral.keep_dir, DEFERRED_REPORT), "w") as f:
+            json.dump(report, f)
+    except OSError as exc:
+        sandbox.remove_job_dir(deferral.keep_dir)
+        skipped = {"status": "skipped", "reason": f"the job's folder could not be kept for it ({exc.strerror or exc})"}
+        runtime = report["runtime"]
+        for label in ("warmup", "warm"):
+            runtime["compile_cache"][label] = dict(skipped)
+        if (runtime.get("processes") or {}).get("status") == "deferred":
+            runtime["processes"].update(skipped)
+
+
+def run_post_report(
+    request: JobRequest,
+    kept_dir: str,
+    job_dir: str,
+    sink: ReportSink | None = None,
+    isolation: sandbox.Isolation | None = None,
+    should_yield=lambda: False,
+) -> dict | None:
+    """The work a job left for later (engine.sink.Deferral: its warm compile and measuring processes), done in a
+    fresh sandboxed child in ``job_dir`` (scratch: removed when it ends), on a copy of the folder the job kept,
+    ``kept_dir`` (which stays as it is: each try starts from the same caches). Returns the job's report with that work done, also handed to ``sink.final``;
+    None, with nothing handed over, when ``should_yield()`` became true first (a job arrived): the child was
+    stopped and the work can be tried again."""
+    request.validated()
+    sink = sink or ReportSink()
+    isolation = isolation or sandbox.Isolation.from_env()
+    yielded = []
+
+    def stop_when_told() -> bool:
+        if should_yield():
+            yielded.append(True)
+        return bool(yielded)
+
+    with ExitStack() as cleanup:
+        held = _hold(request, job_dir, isolation, True, cleanup)
+        report = _run(request, held, sink, isolation, time.time(), post_report_of=kept_dir, should_yield=stop_when_told)
+    if yielded:
+        return None
+    sink.final(report)
+    return report
 
 
 def _start_child(
@@ -383,12 +489,14 @@ def _start_child(
     group: JobGroup,
     cleanup: ExitStack,
     prestarted: PrestartedChild | None,
+    post_report_only: bool = False,
 ) -> tuple[_Child, float, float | None]:
     """The job's child (a new one, or the prestarted one handed the job), the monotonic time its time limit counts
     from, and the Unix time of the hand-over (None for a new child). OSError where it could not start."""
     if prestarted is None:
         started = time.monotonic()
-        return _spawn(request, job_dir, isolation, uid, group, cleanup), started, None
+        child = _spawn(request, job_dir, isolation, uid, group, cleanup, post_report_only=post_report_only)
+        return child, started, None
     handed_unix = prestarted.hand_over(request)
     return prestarted.child, time.monotonic(), handed_unix  # the time limit counts from the go
 
@@ -657,9 +765,12 @@ def _stack_dump_at(request: JobRequest, now: float) -> float:
 MALLOC_SETTINGS = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 
 
-def _child_env(job_dir: str, event_fd: int, request: JobRequest, go_fd: int | None = None) -> dict:
+def _child_env(
+    job_dir: str, event_fd: int, request: JobRequest, go_fd: int | None = None, decide_fd: int | None = None
+) -> dict:
     """The child's whole environment: no secrets, database or broker URLs from the parent reach it. ``go_fd``: a
-    prestarted child, told by that pipe when its job is there (and its stack dump time)."""
+    prestarted child, told by that pipe when its job is there (and its stack dump time); ``decide_fd``: the pipe
+    that says whether to run the work after the report now (_Child.decide_post_report)."""
     keep = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CC", "CXX")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(
@@ -677,6 +788,7 @@ def _child_env(job_dir: str, event_fd: int, request: JobRequest, go_fd: int | No
             "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
             "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache"),
             "PT2SCOPE_EVENT_FD": str(event_fd),
+            **({"PT2SCOPE_POST_REPORT_FD": str(decide_fd)} if decide_fd is not None else {}),
             **MALLOC_SETTINGS,
         }
     )
@@ -691,7 +803,7 @@ class _Pump:
     """Hand the child's events (and its report once the stages are collected) to the sink until the child ends, a
     limit is reached or the sink fails.
 
-    Afterwards ``last_stage`` is the stage the job was in; ``killed_for`` None, "timeout", "processes" (a fork bomb:
+    Afterwards ``last_stage`` is the stage the job was in; ``killed_for`` None, "timeout", "yielded", "processes" (a fork bomb:
     ``fork_bomb`` says how it was seen), "output_limit" or "memory" (the watchdog's, without a cgroup); ``failure`` (kind, message) when the sink raised. On any of
     those the whole job has been killed.
     """
@@ -718,6 +830,7 @@ class _Pump:
         self.capped = self.space_full = False
         self.failed_event = None  # the child's own "failed" event, with the failure's kind and message
         self.on_early_report = None  # called once when the warm compile starts: the report before it is written
+        self.should_yield = None  # polled: when it returns true the job is stopped (killed_for "yielded")
         self.partial_pending = True
         self.forks_refused, self.refused_since = 0, None  # the kernel's count; since when it grows every poll
         self.pids: set[int] = set()  # the job's processes at the last poll
@@ -738,6 +851,8 @@ class _Pump:
                 return self._kill("timeout")
             if now - checked_at >= OUTPUT_CHECK_INTERVAL_S:
                 checked_at = now
+                if self.should_yield is not None and self.should_yield():
+                    return self._kill("yielded")
                 pids = self.group.pids()  # once a poll: without a cgroup it is a walk of /proc
                 if self._forks_keep_being_refused(now) or self._forking_fast(now, pids):
                     return self._kill("processes")

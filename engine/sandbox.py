@@ -394,6 +394,33 @@ def kill_processes_of_job_dir(job_dir: str) -> list[int]:
     return killed
 
 
+def copy_job_files(source: str, target: str, uid: int | None, skip=frozenset()) -> None:
+    """Copy a job's folder (written by the job: untrusted) into ``target``: its folders and regular files only,
+    no link followed or copied, no fifo opened, the top-level names in ``skip`` left out; what is copied is owned
+    by ``uid`` (a job's lease) where one is given. Raises OSError."""
+
+    def copy(src: str, dst: str, top: bool) -> None:
+        os.makedirs(dst, exist_ok=True)
+        if uid is not None:
+            os.chown(dst, uid, uid)
+        with os.scandir(src) as entries:
+            for entry in entries:
+                if top and entry.name in skip:
+                    continue
+                to = os.path.join(dst, entry.name)
+                if entry.is_dir(follow_symlinks=False):
+                    copy(entry.path, to, False)
+                elif entry.is_file(follow_symlinks=False):
+                    fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                    with os.fdopen(fd, "rb") as f, open(to, "wb") as out:
+                        shutil.copyfileobj(f, out, 1 << 20)
+                    os.chmod(to, stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & 0o755)
+                    if uid is not None:
+                        os.chown(to, uid, uid)
+
+    copy(source, target, True)
+
+
 def remove_job_dir(job_dir: str) -> None:
     """Delete a job's folder, unmounting its tmpfs first if it has one (lazily: a file still open somewhere cannot
     keep the space; the job's processes are dead by now)."""

@@ -92,6 +92,7 @@ def warm_compiles(
 
 
 PENDING = "still running when the report was stored: the page shows it when it is done"
+WARM_LABELS = ("warmup", "warm")
 
 
 class WarmCompileStage(Stage):
@@ -99,7 +100,11 @@ class WarmCompileStage(Stage):
     recorded Inductor config compiled again in two fresh processes in the job's folder and sandbox (cold vs warm:
     only Inductor's compile has caches worth warming), each of which then times every built-in config that the
     ladder timed, as a user's script would (engine.stages.runtime.processes); the request's measuring_processes
-    past two adds more such processes."""
+    past two adds more such processes.
+
+    Once the report is readable the parent says whether to run them now or leave them for later (other jobs wait:
+    engine.sink.Deferral); deferred, the entries say why and the job ends. A child of the deferred work alone
+    (job.post_report_only) then runs them from the report the job left."""
 
     name = "warm_compile"
 
@@ -120,12 +125,14 @@ class WarmCompileStage(Stage):
             if b["status"] == "ok" and b.get("median_ms") and b["config"] in CONFIGS
         ]
         measuring = "eager" in timed and len(timed) >= 2
-        pending = {"status": "pending", "reason": PENDING}
-        rt["compile_cache"].update(warmup=pending, warm=pending)
-        if measuring:
-            rt["processes"] = {**pending, "method": None, "runs": []}
-        job.save_early()
+        self._mark(rt, measuring, "pending", PENDING)
+        if not job.post_report_only:
+            job.save_early()
         t0 = job.begin(self.name, config=target.name)
+        if not job.post_report_only and (reason := job.post_report_deferral()):
+            self._mark(rt, measuring, "deferred", f"left for when the worker is idle: {reason}")
+            job.end(self.name, t0, config=target.name)
+            return
         with job.state.ctx.guard("runtime.warm_compile"):
             time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
             processes = job.request.get("measuring_processes", MEASURING_PROCESSES[0])
@@ -141,6 +148,13 @@ class WarmCompileStage(Stage):
                 merge_processes(rt, results)
         self._settle(rt, measuring)
         job.end(self.name, t0, config=target.name)
+
+    @staticmethod
+    def _mark(rt: dict, measuring: bool, status: str, reason: str) -> None:
+        for label in WARM_LABELS:
+            rt["compile_cache"][label] = {"status": status, "reason": reason}
+        if measuring:
+            rt["processes"] = {"status": status, "reason": reason, "method": None, "runs": []}
 
     @staticmethod
     def _settle(rt: dict, measuring: bool) -> None:
