@@ -88,6 +88,11 @@ class Settings:
         return os.path.join(self.instance_path, "jobs")
 
     @property
+    def deferred_path(self) -> str:
+        """The folders jobs kept for their deferred post-report work (workers/deferred.py), one per run."""
+        return os.path.join(self.instance_path, "deferred")
+
+    @property
     def hard_time_limit_s(self) -> float:
         """Celery kills the task after this: the engine's limit plus time to start the child and store results."""
         return self.job_time_limit_s + 120

@@ -585,15 +585,41 @@ def fail_warm_compile(session: Session, run_id: int, report: dict, finish_timeli
     session.commit()
 
 
-def _mark_warm_compile_failed(session: Session, run: Run, reason: str) -> None:
-    """What the early report left pending (the warm compile's cold-vs-warm entries, the measuring processes) reads
-    failed, and why. The caller commits."""
+# What a job's deferred post-report work changes in its stored report (engine.job.run_post_report): the figures
+# (runtime, but for the job's own seconds), the warm compile's stage entry, what failed or was unavailable in it.
+SECTIONS_AFTER_DEFERRED_WORK = ("runtime", "stages", "errors", "unavailable")
+
+
+def complete_deferred(session: Session, run_id: int, report: dict) -> None:
+    """Fill in the post-report work a job left for later (its runtime.compile_cache reads "deferred"): where that
+    work's report is a success, its sections; else the deferred entries read failed, and why. The job's timeline
+    and seconds stay the job's: this work held no one's job."""
+    run = session.get_one(Run, run_id)
+    if report.get("status") != "ok" or report.get("failure"):
+        message = (report.get("failure") or {}).get("message") or "it ended without a report"
+        _mark_warm_compile_failed(session, run, f"the deferred warm compile failed: {message}", ("deferred",))
+    else:
+        stored = load_sections(session, run, ["runtime"]).get("runtime") or {}
+        report["runtime"]["job_seconds"] = stored.get("job_seconds")
+        for name in SECTIONS_AFTER_DEFERRED_WORK:
+            _replace_section(session, run_id, name, report[name])
+    session.commit()
+
+
+def waiting_runs(session: Session, queue: str) -> int:
+    """How many runs (jobs and imports) wait in a queue."""
+    return session.scalar(select(func.count()).where(Run.status == QUEUED, Run.queue == queue)) or 0
+
+
+def _mark_warm_compile_failed(session: Session, run: Run, reason: str, states=("pending",)) -> None:
+    """What the early report left pending (or a job deferred: ``states``) reads failed, and why: the warm compile's
+    cold-vs-warm entries, the measuring processes. The caller commits."""
     runtime = load_sections(session, run, ["runtime"]).get("runtime") or {}
     failed = {"status": "failed", "reason": reason}
     for label in ("warmup", "warm"):
-        if (runtime.get("compile_cache") or {}).get(label, {}).get("status") == "pending":
+        if (runtime.get("compile_cache") or {}).get(label, {}).get("status") in states:
             runtime["compile_cache"][label] = failed
-    if (runtime.get("processes") or {}).get("status") == "pending":
+    if (runtime.get("processes") or {}).get("status") in states:
         runtime["processes"].update(failed)
     _replace_section(session, run.id, "runtime", runtime)
 
@@ -999,7 +1025,7 @@ def _why_stuck(run: Run, heartbeat, settings: Settings, now: datetime, local_wor
         return f"worker {run.worker_name} stopped responding while running the job"
     if heartbeat.started_at > started_at:
         return f"worker {run.worker_name} restarted while running the job"
-    if run.worker_name == local_worker and run.worker_pid and not _process_exists(run.worker_pid):
+    if run.worker_name == local_worker and run.worker_pid and not process_exists(run.worker_pid):
         return f"the worker process (pid {run.worker_pid}) running the job died"
     return None
 
@@ -1009,7 +1035,8 @@ def _last_stage(run: Run) -> str:
     return stages[-1] if stages else "load"
 
 
-def _process_exists(pid: int) -> bool:
+def process_exists(pid: int) -> bool:
+    """A process of this host with this pid runs (perhaps another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

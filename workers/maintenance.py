@@ -126,15 +126,7 @@ def _prestart_owner_alive(name: str) -> bool:
     if not name.startswith(PRESTART_PREFIX):
         return False
     pid = name[len(PRESTART_PREFIX) :].split("-")[0]
-    if not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
+    return pid.isdigit() and runstore.process_exists(int(pid))
 
 
 def purge_consumed_messages(broker_url: str) -> int:

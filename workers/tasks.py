@@ -17,12 +17,13 @@ from contract.timeline import Recorder, merged
 from contract.vocab import new_error_id
 from engine import jobgroup, sandbox
 from engine.job import JobRequest, PrestartedChild, run_job, warm_up_kernel_cache, warm_up_shared_pch
-from engine.sink import ReportSink
+from engine.sink import Deferral, ReportSink
 from storage import runstore
 from storage.db import session_factory
 from storage.models import JOB, Run
 from storage.queue import RUN_TASK
 from workers.celery_app import celery
+from workers.deferred import deferral, deferred_work, job_request
 from workers.device import visible_gpus
 from workers.maintenance import PRESTART_PREFIX, Maintenance, mark_prestarted_folder
 
@@ -40,25 +41,20 @@ def run_compile(self, run_id: int) -> None:
     if run is None:
         log.info("no run is queued any more (redelivered or reaped): message for run %s skipped", run_id)
         return
+    deferred_work.job_starts()  # deferred work in progress yields to this job
     try:
         _run(run, picked_up, timeline, settings, sessions)
     finally:  # the worker is free: the queue's wait estimates read how long each job held it
         with sessions() as session:
             runstore.release_run(session, run.id)
+        deferred_work.job_ends()
 
 
 def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> None:
     requested = run.created_at.replace(tzinfo=UTC).timestamp()  # the web app's submit time
     timeline.add("queue_wait", requested, picked_up)
     timeline.add("claim", picked_up, time.time())
-    request = JobRequest(
-        code=run.code,
-        filename=run.filename,
-        device=run.device,
-        train=run.train,
-        configs=run.configs,
-        **settings.job_limits(),
-    )
+    request = job_request(run, settings)
     prestarted = next_child.take(request, isolation_of(settings))
     job_dir = prestarted.job_dir if prestarted else os.path.join(settings.jobs_path, run.slug)
     if prestarted:  # the maintenance then judges that folder by this run (beside it: out of the job's reach)
@@ -90,7 +86,8 @@ class StoredRun(ReportSink):
 
     def __init__(self, session, sessions, run: Run, requested: float, worker: Recorder, settings):
         self.session, self.sessions, self.run_id, self.slug = session, sessions, run.id, run.slug
-        self.device, self.requested, self.worker = run.device, requested, worker
+        self.device, self.queue, self.requested, self.worker = run.device, run.queue, requested, worker
+        self.settings = settings
         self.limit_bytes = settings.report_limit_mb * 1024 * 1024
         self.early_stored_unix: float | None = None
 
@@ -101,6 +98,11 @@ class StoredRun(ReportSink):
     def partial(self, report: dict) -> None:
         with self._rolled_back_on_error():
             runstore.store_partial_report(self.session, self.run_id, report)
+
+    def defer_post_report(self) -> Deferral | None:
+        """Other runs wait in this run's queue: its warm compile waits for the worker to be idle (workers.deferred)."""
+        waiting = runstore.waiting_runs(self.session, self.queue)
+        return deferral(self.settings, self.slug, waiting) if waiting else None
 
     def early(self, report: dict) -> None:
         started = time.time()
@@ -305,8 +307,10 @@ def _warm_up_caches(settings, gallery: list[str]) -> None:
 
 @signals.worker_process_init.connect
 def _start_prestarter(**_):
-    """In the pool process that runs the jobs (Celery forks it from the worker after worker_init)."""
+    """In the pool process that runs the jobs (Celery forks it from the worker after worker_init); so is the
+    thread that runs deferred post-report work."""
     next_child.begin(celery.conf.pt2scope_settings)
+    deferred_work.begin(celery.conf.pt2scope_settings)
 
 
 @signals.worker_process_shutdown.connect
