@@ -5,9 +5,15 @@ cores (taskset on CPU; CUDA_VISIBLE_DEVICES, one GPU each, with --device cuda).
 
 The distinct models are the seed with a different constant each (`tanh(x) * 1.1`, ...): different graphs, so
 every one compiles its own kernel, as thirty students' edits would. The identical ones are the gallery seed, sent
-M times: they should become one run. Prints, per run: submit to readable (the report stored), submit to complete
-(the worker done: every figure stored), the worker's busy time (claim to release), the queue wait; then the last
-readable time and the makespan, with the machine's load before and after.
+M times: they should become one run. Prints, per run: submit to readable (the report stored), submit to released
+(the worker done with the job: the next one may start), submit to complete (every figure stored: a job that left
+its warm compile for an idle worker, workers/deferred.py, completes when that has run), the worker's busy time
+(claim to release), the queue wait; then the last readable time and the makespan (the last complete), with the
+machine's load before and after.
+
+--embedded runs the embedded default instead (`python -m service serve`: SQLite, its broker, one worker), as on
+the GPU machine, which has no PostgreSQL or Redis; --defer on,off runs one pass with jobs leaving their warm
+compile for later and one without (PT2SCOPE_DEFER_POST_REPORT), side by side.
 
 Each worker warms up as deployed (the trusted precompiled header its CPU jobs share: without it every CPU job
 compiles its own, 1-3 minutes of g++ under load) and the burst is sent once every worker says it is ready
@@ -17,7 +23,7 @@ of its own, so no pass is answered by an earlier one's runs.
 
     .venv/bin/python bench/classroom.py N [--identical M] [--workers K] [--device cpu|cuda] [--configs a,b]
     e.g. .venv/bin/python bench/classroom.py 4 --identical 2 --workers 1,2
-    GPU: .venv/bin/python bench/classroom.py 8 --identical 8 --device cuda --workers 1
+    GPU: python bench/classroom.py 8 --identical 8 --device cuda --embedded --defer on,off
          (and --configs eager,inductor_default for the short ladder)
 """
 
@@ -27,7 +33,9 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,9 +56,9 @@ def distinct_model(i: int) -> str:
     return SEED.replace("torch.tanh(x)", f"torch.tanh(x) * {1 + (i + 1) / 10:g}")
 
 
-def for_pass(code: str, count: int) -> str:
+def for_pass(code: str, label: str) -> str:
     """Each pass its own codes (a comment): one pass's runs never answer the next pass's submissions."""
-    return f"{code}\n# classroom pass with {count} worker(s)\n"
+    return f"{code}\n# classroom pass: {label}\n"
 
 
 def main() -> int:
@@ -60,6 +68,8 @@ def main() -> int:
     parser.add_argument("--workers", default="1", help="comma-separated worker counts K, one pass each")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--configs", default="", help="comma-separated; default: the device's default ladder")
+    parser.add_argument("--embedded", action="store_true", help="the embedded default (SQLite, one worker)")
+    parser.add_argument("--defer", default="on", help="on, off or on,off: jobs leave their warm compile for later")
     parser.add_argument(
         "--no-header",
         action="store_true",
@@ -67,33 +77,95 @@ def main() -> int:
     )
     args = parser.parse_args()
     configs = [c for c in args.configs.split(",") if c]
-    passes = []
-    with (
-        tempfile.TemporaryDirectory(prefix="pt2scope-classroom-") as workdir,
-        stack.local_deployment(sys.executable, workdir, REDIS_DB, PT2SCOPE_RATE_LIMIT="0") as deployment,
-    ):
-        for count in (int(n) for n in args.workers.split(",")):
-            passes.append(one_pass(deployment, workdir, count, args, configs))
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "")
     print(
-        f"\nclassroom: {args.distinct} distinct + {args.identical} identical seed-sized jobs at once, device "
-        f"{args.device}, configs {','.join(configs) or 'the default ladder'}; PostgreSQL + Redis; "
+        f"classroom: {args.distinct} distinct + {args.identical} identical seed-sized jobs at once, device "
+        f"{args.device}, configs {','.join(configs) or 'the default ladder'}; "
+        f"{'embedded (SQLite, one worker)' if args.embedded else 'PostgreSQL + Redis'}; "
         f"{os.cpu_count()} CPUs ({cpu})"
     )
-    for result in passes:
-        print_pass(result)
+    # A bench stopped from outside (timeout) still stops the servers and workers it started (their `finally`).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    passes = []
+    defers = args.defer.split(",")
+    with tempfile.TemporaryDirectory(prefix="pt2scope-classroom-") as workdir:
+        if args.embedded:
+            for defer in defers:
+                passes.append(embedded_pass(workdir, defer, args, configs))
+                print_pass(passes[-1])
+        else:
+            with stack.local_deployment(sys.executable, workdir, REDIS_DB, PT2SCOPE_RATE_LIMIT="0") as deployment:
+                for count in (int(n) for n in args.workers.split(",")):
+                    for defer in defers:
+                        passes.append(one_pass(deployment, workdir, count, args, configs, defer))
+                        print_pass(passes[-1])
     if len(passes) > 1:
         base = passes[0]
         for result in passes[1:]:
             print(
-                f"{result['workers']} workers against {base['workers']}: last readable "
+                f"{result['workers']} workers, defer {result['defer']} against {base['workers']}, defer "
+                f"{base['defer']}: last readable "
                 f"{base['last_readable'] / result['last_readable']:.2f}x sooner, makespan "
                 f"{base['makespan'] / result['makespan']:.2f}x shorter"
             )
     return 0
 
 
-def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> dict:
+def embedded_pass(workdir: str, defer: str, args, configs: list[str]) -> dict:
+    """One burst against `python -m service serve` (SQLite, its broker, one embedded worker)."""
+    port = stack.free_port()
+    instance = os.path.join(workdir, f"embedded-defer-{defer}")
+    env = {
+        **os.environ,
+        "PT2SCOPE_INSTANCE": instance,
+        "PT2SCOPE_RATE_LIMIT": "0",
+        "PT2SCOPE_KERNEL_CACHE_GALLERY": "none",
+        "PT2SCOPE_DEFER_POST_REPORT": "1" if defer == "on" else "0",
+        **({"PT2SCOPE_PCH_WARMUP": "false"} if args.no_header else {}),
+    }
+    load_before = open("/proc/loadavg").read().split()[:3]
+    log = open(os.path.join(workdir, f"serve-{defer}.log"), "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        queue = "gpu" if args.device == "cuda" else "cpu"
+        wait_until(
+            lambda: _get_or_none(f"{base}/api/status") and _get(f"{base}/api/status")["queues"][queue]["workers"] == 1,
+            timeout=300,
+            what="the embedded worker to beat",
+            interval=0.5,
+        )
+        if args.device == "cpu" and not args.no_header:
+            wait_until(
+                lambda: "precompiled header ready" in open(log.name).read(), timeout=900, what="the header", interval=1
+            )
+        result = burst(base, for_pass_bodies(args, configs, f"embedded, defer {defer}"))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+    return {**result, "workers": 1, "defer": defer, "load": (load_before, open("/proc/loadavg").read().split()[:3])}
+
+
+def for_pass_bodies(args, configs: list[str], label: str) -> list[dict]:
+    bodies = [{"code": for_pass(distinct_model(i), label), "filename": f"student{i}.py"} for i in range(args.distinct)]
+    bodies += [{"code": for_pass(SEED, label), "filename": "seed.py"} for _ in range(args.identical)]
+    for body in bodies:
+        body.update(device=args.device, **({"configs": configs} if configs else {}))
+    return bodies
+
+
+def one_pass(deployment, workdir: str, count: int, args, configs: list[str], defer: str = "on") -> dict:
     cores = sorted(os.sched_getaffinity(0))
     per_worker = max(len(cores) // count, 1)
     load_before = open("/proc/loadavg").read().split()[:3]
@@ -101,8 +173,9 @@ def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> 
     with contextlib.ExitStack() as running:
         for i in range(count):
             env = dict(
-                PT2SCOPE_INSTANCE=os.path.join(workdir, f"worker-{count}-{i}"),
+                PT2SCOPE_INSTANCE=os.path.join(workdir, f"worker-{count}-{defer}-{i}"),
                 PT2SCOPE_KERNEL_CACHE_GALLERY="none",
+                PT2SCOPE_DEFER_POST_REPORT="1" if defer == "on" else "0",
                 **({"PT2SCOPE_PCH_WARMUP": "false"} if args.no_header else {}),
                 **deployment.env,
             )
@@ -110,7 +183,7 @@ def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> 
             if args.device == "cuda":
                 service, env["CUDA_VISIBLE_DEVICES"] = "worker-gpu", str(i)
             worker = stack.LocalService(
-                service, sys.executable, os.path.join(workdir, f"worker-{count}-{i}.log"), **env
+                service, sys.executable, os.path.join(workdir, f"worker-{count}-{defer}-{i}.log"), **env
             )
             mine = cores[(i * per_worker) % len(cores) :][:per_worker]
             worker.command = ["taskset", "-c", ",".join(map(str, mine)), *worker.command]
@@ -134,20 +207,22 @@ def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> 
                 what="the workers' precompiled headers",
                 interval=1.0,
             )
-        bodies = [
-            {"code": for_pass(distinct_model(i), count), "filename": f"student{i}.py"} for i in range(args.distinct)
-        ]
-        bodies += [{"code": for_pass(SEED, count), "filename": "seed.py"} for _ in range(args.identical)]
-        for body in bodies:
-            body.update(device=args.device, **({"configs": configs} if configs else {}))
-        submitted = time.time()
-        with ThreadPoolExecutor(len(bodies)) as pool:  # at once, as a class pressing Run
-            answers = list(pool.map(lambda body: _post(f"{base}/api/runs", body), bodies))
-        ids = list(dict.fromkeys(answer["id"] for answer in answers))
-        statuses = wait_until(
-            lambda: _all_released(base, ids), timeout=900 * len(ids), what="every run to complete", interval=1.0
-        )
+        result = burst(base, for_pass_bodies(args, configs, f"{count} worker(s), defer {defer}"))
     load_after = open("/proc/loadavg").read().split()[:3]
+    return {**result, "workers": count, "defer": defer, "load": (load_before, load_after)}
+
+
+def burst(base: str, bodies: list[dict]) -> dict:
+    """Submit every body at once, as a class pressing Run; wait until every run is complete (every figure stored,
+    deferred warm compiles included)."""
+    submitted = time.time()
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        answers = list(pool.map(lambda body: _post(f"{base}/api/runs", body), bodies))
+    ids = list(dict.fromkeys(answer["id"] for answer in answers))
+    complete: dict[str, float] = {}
+    statuses = wait_until(
+        lambda: _all_complete(base, ids, complete), timeout=900 * len(ids), what="every run to complete", interval=1.0
+    )
     failed = [s for s in statuses if s["status"] != "succeeded"]
     if failed:
         raise SystemExit(f"{len(failed)} run(s) failed: {failed[0]['error']}")
@@ -160,7 +235,8 @@ def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> 
                 "file": status["filename"],
                 "wait": started - created,
                 "readable": finished - submitted,
-                "complete": released - submitted,
+                "released": released - submitted,
+                "complete": complete[status["id"]] - submitted,
                 "busy": released - started,
                 "worker": status["worker"],
                 "start": started,
@@ -168,27 +244,31 @@ def one_pass(deployment, workdir: str, count: int, args, configs: list[str]) -> 
             }
         )
     return {
-        "workers": count,
+        "phases": _timeline_phases(base, [s["id"] for s in statuses if s["status"] == "succeeded"]),
         "submissions": len(bodies),
         "runs": len(ids),
         "rows": sorted(rows, key=lambda r: r["readable"]),
         "last_readable": max(r["readable"] for r in rows),
         "makespan": max(r["complete"] for r in rows),
-        "load": (load_before, load_after),
     }
 
 
 def print_pass(result: dict) -> None:
+    """One pass's table, printed as soon as the pass ends (a bench stopped later keeps it)."""
     rows = result["rows"]
     print(
-        f"\n{result['workers']} worker(s): {result['submissions']} submissions became {result['runs']} runs; load "
+        f"\n{result['workers']} worker(s), defer {result['defer']}: {result['submissions']} submissions became "
+        f"{result['runs']} runs; load "
         f"before {' '.join(result['load'][0])}, after {' '.join(result['load'][1])}"
     )
-    print(f"{'file':<14} {'wait s':>7} {'readable s':>11} {'complete s':>11} {'worker busy s':>14}  worker")
+    print(
+        f"{'file':<14} {'wait s':>7} {'readable s':>11} {'released s':>11} {'complete s':>11} {'worker busy s':>14}"
+        "  worker"
+    )
     for row in rows:
         print(
-            f"{row['file']:<14} {row['wait']:>7.1f} {row['readable']:>11.1f} {row['complete']:>11.1f} "
-            f"{row['busy']:>14.1f}  {row['worker']}"
+            f"{row['file']:<14} {row['wait']:>7.1f} {row['readable']:>11.1f} {row['released']:>11.1f} "
+            f"{row['complete']:>11.1f} {row['busy']:>14.1f}  {row['worker']}"
         )
     busy = [r["busy"] for r in rows]
     print(
@@ -196,12 +276,42 @@ def print_pass(result: dict) -> None:
         f"median {statistics.median(busy):.1f} s (min {min(busy):.1f}, max {max(busy):.1f}); one worker's sum "
         f"{sum(busy):.1f} s"
     )
+    print("timeline phases per run (median s, range):")
+    for name, values in result["phases"].items():
+        print(f"  {name:<22} {statistics.median(values):7.2f}  ({min(values):.2f}-{max(values):.2f})")
 
 
-def _all_released(base: str, ids: list[str]) -> list[dict] | None:
+def _all_complete(base: str, ids: list[str], complete: dict[str, float]) -> list[dict] | None:
+    """Every run's status once each is complete: failed, or released with no warm compile still to come (its
+    first moment seen so goes into ``complete``)."""
     statuses = [_get(f"{base}/api/runs/{run_id}") for run_id in ids]
-    done = all(s["status"] == "failed" or (s["status"] == "succeeded" and s["released_at"]) for s in statuses)
-    return statuses if done else None
+    for status in statuses:
+        if status["id"] in complete or not (status["status"] == "failed" or status["released_at"]):
+            continue
+        if status["status"] == "succeeded":
+            warm = _get(f"{base}/api/runs/{status['id']}/report")["runtime"]["compile_cache"]["warm"] or {}
+            if warm.get("status") in ("pending", "deferred"):
+                continue
+        complete[status["id"]] = time.time()
+    return statuses if len(complete) == len(ids) else None
+
+
+def _timeline_phases(base: str, ids: list[str]) -> dict[str, list[float]]:
+    """Each top-level phase of the runs' stored timelines (the worker's, the job's), in seconds: where a worker's
+    time per job goes."""
+    phases: dict[str, list[float]] = {}
+    for run_id in ids:
+        for phase in _get(f"{base}/api/runs/{run_id}/report")["timeline"]["phases"]:
+            if phase["depth"] == 0:
+                phases.setdefault(phase["phase"], []).append(phase["end_s"] - phase["start_s"])
+    return phases
+
+
+def _get_or_none(url: str) -> dict | None:
+    try:
+        return _get(url)
+    except OSError:
+        return None
 
 
 def _time(iso: str | None) -> float:

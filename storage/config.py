@@ -47,6 +47,9 @@ class Settings:
     # Each worker prestarts the sandboxed child of its next job (torch imported, nothing of a user's): still one
     # sandbox per job, used by that job only (engine.job.PrestartedChild, docs/security.md).
     prestart_child: bool = True
+    # A job whose report is readable while other runs wait leaves its warm compile and measuring processes for when
+    # the worker is idle (workers/deferred.py); off: every job runs them before the next job starts.
+    defer_post_report: bool = True
 
     # ... and compile these gallery files (comma-separated, in examples_dir) into a trusted kernel cache that every
     # job gets read-only (engine.job.warm_up_kernel_cache); "none": no trusted kernel cache.
@@ -165,6 +168,7 @@ SECURITY_ENV = {
     "pch_warmup": "PT2SCOPE_PCH_WARMUP",
     "kernel_cache_gallery": "PT2SCOPE_KERNEL_CACHE_GALLERY",
     "prestart_child": "PT2SCOPE_PRESTART",
+    "defer_post_report": "PT2SCOPE_DEFER_POST_REPORT",
     "rate_limit_count": "PT2SCOPE_RATE_LIMIT",
     "rate_limit_window_s": "PT2SCOPE_RATE_LIMIT_WINDOW",
     "proxy_count": "PT2SCOPE_PROXY_COUNT",

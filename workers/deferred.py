@@ -57,12 +57,13 @@ class DeferredWork(threading.Thread):
     def __init__(self) -> None:
         super().__init__(name="pt2scope-deferred-work", daemon=True)
         self.settings = None
+        self.isolation: sandbox.Isolation | None = None
         self._busy = threading.Event()
         self._wake = threading.Event()
         self._attempt = threading.Lock()
 
-    def begin(self, settings) -> None:
-        self.settings = settings
+    def begin(self, settings, isolation: sandbox.Isolation) -> None:
+        self.settings, self.isolation = settings, isolation
         os.makedirs(settings.deferred_path, exist_ok=True)
         self.start()
 
@@ -72,6 +73,11 @@ class DeferredWork(threading.Thread):
         self._busy.set()
         with self._attempt:
             pass
+
+    def stop(self) -> None:
+        """The pool process ends: work in progress is stopped and its scratch folder removed (the kept folder
+        stays for a later try, by this worker's next process or another of the host)."""
+        self.job_starts()
 
     def job_ends(self) -> None:
         self._busy.clear()
@@ -116,11 +122,9 @@ class DeferredWork(threading.Thread):
         return False
 
     def _attempt_in(self, slug: str, kept: str, request: JobRequest) -> dict | None:
-        from workers.tasks import isolation_of  # the tasks module starts this thread: imported once both exist
-
         attempt = os.path.join(self.settings.deferred_path, f"{slug}{ATTEMPT}{os.getpid()}-{secrets.token_hex(4)}")
         return run_post_report(
-            request, kept, attempt, isolation=isolation_of(self.settings), should_yield=self._busy.is_set
+            request, kept, attempt, isolation=self.isolation, should_yield=self._busy.is_set
         )
 
     def _claim(self, slug: str) -> str | None:

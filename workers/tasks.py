@@ -101,7 +101,7 @@ class StoredRun(ReportSink):
 
     def defer_post_report(self) -> Deferral | None:
         """Other runs wait in this run's queue: its warm compile waits for the worker to be idle (workers.deferred)."""
-        waiting = runstore.waiting_runs(self.session, self.queue)
+        waiting = self.settings.defer_post_report and runstore.waiting_runs(self.session, self.queue)
         return deferral(self.settings, self.slug, waiting) if waiting else None
 
     def early(self, report: dict) -> None:
@@ -310,12 +310,13 @@ def _start_prestarter(**_):
     """In the pool process that runs the jobs (Celery forks it from the worker after worker_init); so is the
     thread that runs deferred post-report work."""
     next_child.begin(celery.conf.pt2scope_settings)
-    deferred_work.begin(celery.conf.pt2scope_settings)
+    deferred_work.begin(celery.conf.pt2scope_settings, isolation_of(celery.conf.pt2scope_settings))
 
 
 @signals.worker_process_shutdown.connect
 def _stop_prestarter(**_):
     next_child.stop()
+    deferred_work.stop()
 
 
 @signals.worker_ready.connect
