@@ -123,9 +123,7 @@ class DeferredWork(threading.Thread):
 
     def _attempt_in(self, slug: str, kept: str, request: JobRequest) -> dict | None:
         attempt = os.path.join(self.settings.deferred_path, f"{slug}{ATTEMPT}{os.getpid()}-{secrets.token_hex(4)}")
-        return run_post_report(
-            request, kept, attempt, isolation=self.isolation, should_yield=self._busy.is_set
-        )
+        return run_post_report(request, kept, attempt, isolation=self.isolation, should_yield=self._busy.is_set)
 
     def _claim(self, slug: str) -> str | None:
         kept = os.path.join(self.settings.deferred_path, slug)
