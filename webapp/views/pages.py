@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
+from contract.chrome_trace import chrome_trace
 from contract.vocab import DEFAULT_CONFIGS
 from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
@@ -330,6 +332,23 @@ def download(slug: str):
         text,
         mimetype="application/json",
         headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'},
+    )
+
+
+@bp.get("/r/<slug>/compile-trace.json")
+def compile_trace(slug: str):
+    """The compile as a Chrome trace (contract.chrome_trace): torch's compile events and the job's phases, for
+    Perfetto or chrome://tracing."""
+    session = context.session()
+    run = _run_or_404(slug)
+    if run.status not in FINISHED_STATUSES or not runstore.has_report(session, run):
+        abort(404)
+    sections = runstore.load_sections(session, run, ["runtime", "timeline"])
+    trace = chrome_trace(sections.get("runtime") or {}, sections.get("timeline"), f"{run.filename} ({run.slug})")
+    return Response(
+        json.dumps(trace),
+        mimetype="application/json",
+        headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-compile-trace.json"'},
     )
 
 
