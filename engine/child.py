@@ -211,9 +211,10 @@ def pipeline() -> list:
 
 def post_report_pipeline(job: Job) -> list:
     """A job's deferred post-report work alone: the state the warm compile reads, set up as the job had it (the
-    recorded config from the request; what was unavailable and the errors so far carried on), then the stage."""
+    recorded config from the request; what was unavailable and the errors so far carried on), then the stage. No
+    torch is imported: the stage only starts the fresh processes and merges what they measured."""
+    from contract.vocab import capture_config
     from engine.stages.base import Context
-    from engine.stages.capture import capture_config
     from engine.stages.runtime.warm_compile import WarmCompileStage
 
     request, report = job.request, job.report
@@ -233,8 +234,7 @@ def post_report_pipeline(job: Job) -> list:
 def run(job: Job) -> None:
     if job.post_report_only:
         job.stage = "warm_compile"
-        with job.timeline.span("import_torch"):
-            stages = post_report_pipeline(job)
+        stages = post_report_pipeline(job)
     else:
         job.begin("load")
         with job.timeline.span("import_torch"):  # the stages import torch

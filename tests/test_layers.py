@@ -39,7 +39,12 @@ ENGINE_MEASURE = (
     "engine.measure.cores",
     "engine.measure.compile_metrics",
     "engine.measure.caches",
+    "engine.measure.process_figures",
 )
+# What the child of a job's deferred work runs (engine.child.post_report_pipeline): it starts the warm-compile
+# processes and merges their figures, so it starts in a fraction of a second, loading no torch (checked at run
+# time: engine.logtap, which the stages' Context names, imports torch only inside the functions that need it).
+ENGINE_DEFERRED_WORK = ("engine.stages.base", "engine.stages.runtime.warm_compile")
 # The engine's torch-free readers of torch's records (trace events, graph code, output code, the fusion log): the
 # child's stage collectors and the trace importer read with the same functions, and the importer, which reads an
 # untrusted upload in a child of its own, never pays for torch's import.
@@ -269,6 +274,7 @@ def _loaded_after(code: str, instance: str) -> set[str]:
     [
         ("import " + ", ".join(ENGINE_PARENT_SIDE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
         ("import " + ", ".join(ENGINE_MEASURE), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
+        ("import " + ", ".join(ENGINE_DEFERRED_WORK), {"torch", "webapp", "workers", "storage", "flask", "celery"}),
         (
             "import " + ", ".join(ENGINE_READERS + ENGINE_TRACE_IMPORT),
             {"torch", "webapp", "workers", "storage", "flask", "celery"},

@@ -1,8 +1,8 @@
 """Timing across processes: a speedup is decided only when the fresh measuring processes agree
-(engine.measure.stats.speedup_across_processes), and the figures they give the report (processes.merge_processes)."""
+(engine.measure.stats.speedup_across_processes), and the figures they give the report (process_figures.merge_processes)."""
 
+from engine.measure.process_figures import merge_processes, reading
 from engine.measure.stats import speedup_across_processes
-from engine.stages.runtime.processes import merge_processes, reading
 
 # Rounds shaped as a seed job's on this machine (ms per step of 14 rounds, eager and inductor_default paired): two
 # processes that are each tight but sit 3.37x and 2.76x apart, the fresh-clone CI's two disagreeing jobs.

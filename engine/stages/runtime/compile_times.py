@@ -3,11 +3,37 @@ from the log tap (the arithmetic is torch-free: engine/measure/compile_metrics.p
 
 from __future__ import annotations
 
+import os
+
+import torch
+
 from engine import logtap
+from engine.measure.caches import cache_counts, kernel_binaries, trusted_binaries
 from engine.measure.compile_metrics import compile_seconds, metrics_summary, timeline
 from engine.readers.inductor_log import kernel_count
 from engine.stages.base import Collector
-from engine.stages.runtime.warm_compile import cold_caches
+
+
+def cold_caches(kernels: int) -> dict:
+    """What the recorded compile found in the caches (runtime.compile_cache.cold): its graph caches were off and the
+    job's cache folders new, holding at most the worker's trusted kernel binaries (bound read-only by the sandbox,
+    engine.sandbox.publish_kernel_cache): every other kernel binary there was written by it, a miss. Called right
+    after the recorded compile."""
+    binaries = kernel_binaries()
+    trusted = trusted_binaries(binaries)
+    caches = cache_counts(torch._dynamo.utils.counters, kernels, len(binaries - trusted))
+    for name in ("fx_graph", "aot_autograd"):
+        caches[name]["state"] = "off during the recorded compile (to see IR and fusion)"
+    caches["kernels"]["trusted_binaries"] = len(trusted)
+    if trusted:
+        sources = os.environ.get("PT2SCOPE_TRUSTED_KERNELS") or "the gallery"
+        caches["kernels"]["state"] = (
+            f"shared: the worker's trusted kernel cache, built at its start from {sources.replace(',', ', ')} and "
+            f"bound read-only ({len(trusted)} binaries); a hit is a kernel found there, a miss one compiled here"
+        )
+    else:
+        caches["kernels"]["state"] = "the job's new, empty cache folders"
+    return caches
 
 
 class RuntimeCollector(Collector):

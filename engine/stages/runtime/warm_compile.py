@@ -1,5 +1,6 @@
-"""Cold vs warm compile (runtime.compile_cache): what the recorded compile found in the caches, and the same model
-compiled again in fresh processes (engine/warm.py), as a user's next run of the script would."""
+"""Cold vs warm compile (runtime.compile_cache): the same model compiled again in fresh processes (engine/warm.py),
+as a user's next run of the script would (what the recorded compile found in the caches: compile_times.py). No
+torch here: the child of a job's deferred work (engine/child.py) runs only this stage and never imports it."""
 
 from __future__ import annotations
 
@@ -9,36 +10,11 @@ import subprocess
 import sys
 import time
 
-import torch
-
 from contract.vocab import CONFIGS, MEASURING_PROCESSES
-from engine.measure.caches import cache_counts, kernel_binaries, trusted_binaries
+from engine.measure.process_figures import merge_processes
 from engine.stages.base import Stage
-from engine.stages.runtime.processes import merge_processes
 
 WARM_COMPILE_MIN_SECONDS = 30  # the job time a warm compile needs left (two fresh processes) before it is tried
-
-
-def cold_caches(kernels: int) -> dict:
-    """What the recorded compile found in the caches (runtime.compile_cache.cold): its graph caches were off and the
-    job's cache folders new, holding at most the worker's trusted kernel binaries (bound read-only by the sandbox,
-    engine.sandbox.publish_kernel_cache): every other kernel binary there was written by it, a miss. Called right
-    after the recorded compile."""
-    binaries = kernel_binaries()
-    trusted = trusted_binaries(binaries)
-    caches = cache_counts(torch._dynamo.utils.counters, kernels, len(binaries - trusted))
-    for name in ("fx_graph", "aot_autograd"):
-        caches[name]["state"] = "off during the recorded compile (to see IR and fusion)"
-    caches["kernels"]["trusted_binaries"] = len(trusted)
-    if trusted:
-        sources = os.environ.get("PT2SCOPE_TRUSTED_KERNELS") or "the gallery"
-        caches["kernels"]["state"] = (
-            f"shared: the worker's trusted kernel cache, built at its start from {sources.replace(',', ', ')} and "
-            f"bound read-only ({len(trusted)} binaries); a hit is a kernel found there, a miss one compiled here"
-        )
-    else:
-        caches["kernels"]["state"] = "the job's new, empty cache folders"
-    return caches
 
 
 # No compile-worker pool in these processes: their caches are warm, so nothing is left for workers to compile, and
