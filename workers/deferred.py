@@ -4,7 +4,7 @@ A job whose report is readable while other runs wait in its queue ends without i
 processes (StoredRun.defer_post_report), its folder kept in settings.deferred_path/<slug>: it holds the worker
 only until its report is readable. The pool process's DeferredWork thread then runs that work
 (engine.job.run_post_report), oldest first, whenever no job runs in this process and no run waits in the folder's
-queue; a job that starts stops it at once (``job_starts``: it yields), and it is tried again later from the same
+queue; a task that holds the worker stops it at once (``held``: it yields), and it is tried again later from the same
 kept folder. Pool processes of one host share the folders: each claims one by renaming it.
 """
 
@@ -14,6 +14,7 @@ import logging
 import os
 import secrets
 import threading
+from contextlib import contextmanager
 
 from engine import sandbox
 from engine.job import JobRequest, run_post_report
@@ -67,9 +68,17 @@ class DeferredWork(threading.Thread):
         os.makedirs(settings.deferred_path, exist_ok=True)
         self.start()
 
-    def job_starts(self) -> None:
-        """A job is about to run in this process: deferred work in progress is stopped first (its child is
-        killed within a poll of the pump, 0.25 s) and none starts until ``job_ends``."""
+    @contextmanager
+    def held(self):
+        """Around a task that holds the worker (a job, an import): deferred work in progress is stopped first (its
+        child is killed within a poll of the pump, 0.25 s) and none starts until the task ends."""
+        self._stop_work()
+        try:
+            yield
+        finally:
+            self._allow_work()
+
+    def _stop_work(self) -> None:
         self._busy.set()
         with self._attempt:
             pass
@@ -77,9 +86,9 @@ class DeferredWork(threading.Thread):
     def stop(self) -> None:
         """The pool process ends: work in progress is stopped and its scratch folder removed (the kept folder
         stays for a later try, by this worker's next process or another of the host)."""
-        self.job_starts()
+        self._stop_work()
 
-    def job_ends(self) -> None:
+    def _allow_work(self) -> None:
         self._busy.clear()
         self._wake.set()
 

@@ -18,12 +18,18 @@ from storage.db import session_factory
 from storage.models import IMPORT, Run
 from storage.queue import IMPORT_TASK
 from workers.celery_app import celery
+from workers.deferred import deferred_work
 
 log = logging.getLogger(__name__)
 
 
 @celery.task(name=IMPORT_TASK, bind=True)
 def import_trace(self, run_id: int) -> None:
+    with deferred_work.held():  # an import holds the worker as a job does: deferred work yields to it
+        _import_trace(self, run_id)
+
+
+def _import_trace(self, run_id: int) -> None:
     settings = self.app.conf.pt2scope_settings
     sessions = session_factory(settings.database_url)
     with sessions() as session:

@@ -41,13 +41,12 @@ def run_compile(self, run_id: int) -> None:
     if run is None:
         log.info("no run is queued any more (redelivered or reaped): message for run %s skipped", run_id)
         return
-    deferred_work.job_starts()  # deferred work in progress yields to this job
-    try:
-        _run(run, picked_up, timeline, settings, sessions)
-    finally:  # the worker is free: the queue's wait estimates read how long each job held it
-        with sessions() as session:
-            runstore.release_run(session, run.id)
-        deferred_work.job_ends()
+    with deferred_work.held():  # deferred work in progress yields to this job
+        try:
+            _run(run, picked_up, timeline, settings, sessions)
+        finally:  # the worker is free: the queue's wait estimates read how long each job held it
+            with sessions() as session:
+                runstore.release_run(session, run.id)
 
 
 def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> None:
