@@ -243,14 +243,8 @@ def _spawn(
     go_read, go_write = os.pipe() if prestart else (None, None)
     decide_read, decide_write = os.pipe()
     seccomp_fd = seccomp.filter_fd() if sandboxed else None
-    # The parent keeps its own handles on the output files: the child may rename or replace the names, but what
-    # the parent reads back is always the file it created (never a link the job planted).
-    out, err = (
-        cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b")) for name in ("stdout", "stderr")
-    )
-    env = _child_env(job_dir, write_fd, request, go_fd=go_read, decide_fd=decide_read)
-    if post_report_only:
-        env["PT2SCOPE_POST_REPORT_ONLY"] = "1"
+    out, err = _output_files(job_dir, cleanup)
+    env = _child_env(job_dir, write_fd, request, go_read, decide_read, post_report_only)
     if group.enforced:  # the cgroup's pids.max refuses first, so the kernel counts each refusal (pids.events)
         request = replace(request, process_limit=request.process_limit + NPROC_ABOVE_PIDS_MAX)
     spawned_unix = time.time()
@@ -281,6 +275,15 @@ def _spawn(
     cleanup.callback(child.close_go)
     cleanup.callback(child.decide_post_report, None)
     return child
+
+
+def _output_files(job_dir: str, cleanup: ExitStack) -> tuple:
+    """The child's stdout and stderr files. The parent keeps its own handles on them: the child may rename or
+    replace the names, but what the parent reads back is always the file it created (never a link the job
+    planted)."""
+    return tuple(
+        cleanup.enter_context(open(os.path.join(job_dir, f"{name}.txt"), "w+b")) for name in ("stdout", "stderr")
+    )
 
 
 class PrestartedChild:
@@ -359,10 +362,7 @@ def _run(
     that work alone on a copy of it, stopped (killed) as soon as ``should_yield()`` is true."""
     job_dir, group = held.job_dir, held.group
     if prestarted is None:
-        sandbox.prepare_job_dir(job_dir, isolation, held.uid)
-        if post_report_of is not None:
-            sandbox.copy_job_files(post_report_of, job_dir, held.uid, skip=CHILD_WRITES_ANEW)
-        _write_job(job_dir, request)
+        _prepare(request, held, isolation, post_report_of)
     try:
         child, started, handed_unix = _start_child(
             request, job_dir, isolation, held.uid, group, held.cleanup, prestarted, post_report_of is not None
@@ -389,34 +389,51 @@ def _run(
         )
         return report
 
-    deferral = None
-
-    def hand_over_early_report() -> None:
-        nonlocal deferral
-        try:  # asked first: the child waits for the answer, never for the early report's store
-            deferral = sink.defer_post_report()
-        except Exception:  # the work then runs now, as it always could
-            log.exception("error %s: could not tell whether to defer the warm compile", new_error_id())
-        child.decide_post_report(deferral)
-        early_path = os.path.join(job_dir, "report.json.early")
-        try:
-            early = _read_child_report(early_path, request)
-            if early is not None and early.get("status") == "ok" and not early.get("failure"):
-                sink.early(complete(early, early_path, None))
-        except Exception:  # the final report is still handed over: only the early look is lost
-            log.exception("error %s: the report before the warm compile could not be handed over", new_error_id())
-
+    early = _EarlyHandOver(sink, child, request, job_dir, complete)
     pump = _Pump(proc, read_fd, status_read, request, job_dir, started, sink, group, watch_space=not held.job_space)
     if post_report_of is None:
-        pump.on_early_report = hand_over_early_report
+        pump.on_early_report = early
     pump.should_yield = should_yield
     returncode, exited_unix = _pump_until_exit(pump, proc, group)
     report_path = os.path.join(job_dir, "report.json")
     report = _final_report(request, job_dir, report_path, pump, group, isolation, returncode, err)
     report = complete(report, report_path, exited_unix)
-    if deferral is not None and is_deferred(report):
-        _keep_for_later(report, job_dir, deferral)
+    if early.deferral is not None and is_deferred(report):
+        _keep_for_later(report, job_dir, early.deferral)
     return report
+
+
+def _prepare(request: JobRequest, held: _Held, isolation: sandbox.Isolation, post_report_of: str | None) -> None:
+    """The job's folder for a new child: its own folders, the files a job kept for its deferred work (a copy,
+    owned by this job's uid), then the job's request and file as the parent has them."""
+    sandbox.prepare_job_dir(held.job_dir, isolation, held.uid)
+    if post_report_of is not None:
+        sandbox.copy_job_files(post_report_of, held.job_dir, held.uid, skip=CHILD_WRITES_ANEW)
+    _write_job(held.job_dir, request)
+
+
+class _EarlyHandOver:
+    """What the pump calls once, when the warm compile starts: ask the sink whether to leave the work after the
+    report for later (``deferral``) and tell the child, then hand the report before it (report.json.early) over.
+    Asked first: the child waits for the answer, never for the early report's store."""
+
+    def __init__(self, sink: ReportSink, child: _Child, request: JobRequest, job_dir: str, complete) -> None:
+        self.sink, self.child, self.request, self.job_dir, self.complete = sink, child, request, job_dir, complete
+        self.deferral: Deferral | None = None
+
+    def __call__(self) -> None:
+        try:
+            self.deferral = self.sink.defer_post_report()
+        except Exception:  # the work then runs now, as it always could
+            log.exception("error %s: could not tell whether to defer the warm compile", new_error_id())
+        self.child.decide_post_report(self.deferral)
+        early_path = os.path.join(self.job_dir, "report.json.early")
+        try:
+            early = _read_child_report(early_path, self.request)
+            if early is not None and early.get("status") == "ok" and not early.get("failure"):
+                self.sink.early(self.complete(early, early_path, None))
+        except Exception:  # the final report is still handed over: only the early look is lost
+            log.exception("error %s: the report before the warm compile could not be handed over", new_error_id())
 
 
 # What a child writes itself in its folder, never carried into the folder of a job's deferred post-report work.
@@ -766,11 +783,17 @@ MALLOC_SETTINGS = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHO
 
 
 def _child_env(
-    job_dir: str, event_fd: int, request: JobRequest, go_fd: int | None = None, decide_fd: int | None = None
+    job_dir: str,
+    event_fd: int,
+    request: JobRequest,
+    go_fd: int | None = None,
+    decide_fd: int | None = None,
+    post_report_only: bool = False,
 ) -> dict:
     """The child's whole environment: no secrets, database or broker URLs from the parent reach it. ``go_fd``: a
     prestarted child, told by that pipe when its job is there (and its stack dump time); ``decide_fd``: the pipe
-    that says whether to run the work after the report now (_Child.decide_post_report)."""
+    that says whether to run the work after the report now (_Child.decide_post_report); ``post_report_only``: a
+    child of a job's deferred work (run_post_report)."""
     keep = ("LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CC", "CXX")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(
@@ -789,6 +812,7 @@ def _child_env(
             "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache"),
             "PT2SCOPE_EVENT_FD": str(event_fd),
             **({"PT2SCOPE_POST_REPORT_FD": str(decide_fd)} if decide_fd is not None else {}),
+            **({"PT2SCOPE_POST_REPORT_ONLY": "1"} if post_report_only else {}),
             **MALLOC_SETTINGS,
         }
     )

@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from contract import graphs, provenance
+from contract.chrome_trace import chrome_trace
 from contract.counts import summarize as summarize_counts
 from contract.report import SCHEMA_VERSION, Report, ReportError, check_version, checked_report
 from storage import progress
@@ -881,6 +882,14 @@ def report_json_text(session: Session, run: Run) -> str:
     parsing them."""
     _upgrade_stored_report(session, run)
     return _stored_report_text(session, run)
+
+
+def compile_trace_text(session: Session, run: Run) -> str:
+    """The run's compile as a Chrome trace (contract.chrome_trace), as JSON text."""
+    sections = load_sections(session, run, ["runtime", "timeline"])
+    return json.dumps(
+        chrome_trace(sections.get("runtime") or {}, sections.get("timeline"), f"{run.filename} ({run.slug})")
+    )
 
 
 def _stored_report_text(session: Session, run: Run) -> str:

@@ -2,7 +2,9 @@
 Perfetto and chrome://tracing open): torch's own compile events and the job's phases, each event as the report
 recorded it, on real reports (tests/fixtures/reports: CPU and GPU runs, a training run, imported logs)."""
 
+import base64
 import json
+import re
 
 import pytest
 
@@ -78,3 +80,11 @@ def test_the_runtime_tab_offers_the_trace(site):
     page = client.get(f"/r/{slugs['seed']}/runtime").get_data(as_text=True)
     assert f'href="/r/{slugs["seed"]}/compile-trace.json"' in page and "Perfetto" in page
     assert client.get("/r/no-such-run/compile-trace.json").status_code == 404
+
+
+def test_the_offline_file_carries_the_trace_itself(site):
+    """The one-file export names no server URL: its download link holds the trace, the same as the route's."""
+    client, slugs = site
+    html = client.get(f"/r/{slugs['mlp_train']}/export.html").get_data(as_text=True)
+    (encoded,) = re.findall(r'id="compile-trace-download" href="data:application/json;base64,([^"]+)"', html)
+    assert json.loads(base64.b64decode(encoded)) == trace_of(site, "mlp_train")

@@ -115,7 +115,9 @@ def _inliner(session, run: Run):
         return None if html is None else inline(html)
 
     def inline(html: str) -> str:
-        return offline.inline_links(html, run.slug, graph_text, part_text)
+        return offline.inline_links(
+            html, run.slug, graph_text, part_text, functools.partial(runstore.compile_trace_text, session, run)
+        )
 
     return inline
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from contract.chrome_trace import chrome_trace
 from contract.vocab import DEFAULT_CONFIGS
 from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
@@ -343,10 +341,8 @@ def compile_trace(slug: str):
     run = _run_or_404(slug)
     if run.status not in FINISHED_STATUSES or not runstore.has_report(session, run):
         abort(404)
-    sections = runstore.load_sections(session, run, ["runtime", "timeline"])
-    trace = chrome_trace(sections.get("runtime") or {}, sections.get("timeline"), f"{run.filename} ({run.slug})")
     return Response(
-        json.dumps(trace),
+        runstore.compile_trace_text(session, run),
         mimetype="application/json",
         headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-compile-trace.json"'},
     )
