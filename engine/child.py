@@ -368,12 +368,7 @@ def main(argv: list[str]) -> int:
     if os.getpid() != job_pid:
         os._exit(0)
     job.save()
-    # Nothing is left to do: end now, not through the interpreter's exit, which waits for Inductor's compile-worker
-    # pool and tears CUDA down (seconds on a GPU node, while the worker waits to take the next job). The parent
-    # ends every process of the job anyway.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    return 0
 
 
 def _failure_report(job: Job, exc: BaseException) -> dict:
