@@ -368,7 +368,33 @@ def main(argv: list[str]) -> int:
     if os.getpid() != job_pid:
         os._exit(0)
     job.save()
+    _end_compile_workers()
     return 0
+
+
+def _end_compile_workers() -> None:
+    """End Inductor's compile-worker pool now that the report is written: nothing is left for it to compile. Left to
+    the interpreter's exit, torch asks the pool's sidecar to shut down and waits while it joins workers that may
+    still be starting: a deferred job's child (its compile soon after the pool's creation) took 5.0-5.5 s to exit on
+    an H100 (bench/worker_time.py, process_exit), the worker held all that time. Killing the sidecar is instant
+    (its workers watch it and exit; the job's group ends any straggler). Private torch API: without it the child
+    exits as before. Never imports torch (a deferred work's child has none)."""
+    module = sys.modules.get("torch._inductor.async_compile")
+    if module is None:
+        return
+    try:
+        from torch._inductor.compile_worker.subproc_pool import SubprocPool
+
+        for pool in list(getattr(module, "_pool_set", ())):
+            if isinstance(pool, SubprocPool) and pool.running:
+                with pool.write_lock:
+                    pool.running = False  # torch's own shutdown at exit then returns at once
+                if pool.timer:
+                    pool.timer.quit()
+                pool.process.kill()
+                pool.process.wait()
+    except Exception:  # noqa: BLE001 - a torch whose pool differs: its own shutdown at exit ends it
+        pass
 
 
 def _failure_report(job: Job, exc: BaseException) -> dict:
