@@ -568,9 +568,10 @@ class ColdCompile(Model):
 
 
 class WarmCompile(Model):
-    """The same model and config compiled again in a fresh process (`python -m engine.warm JOB_DIR CONFIG OUT`,
-    spawned by the child in the job's folder and sandbox, every cache at torch's defaults; on CPU with the recorded
-    compile's kernel-profile names, so its kernel binaries can be found)."""
+    """The same model and config compiled again in a fresh process (engine/warm.py: forked by the child from its
+    copy made before anything ran, or `python -m engine.warm JOB_DIR CONFIG OUT`; in the job's folder and sandbox,
+    every cache at torch's defaults; on CPU with the recorded compile's kernel-profile names, so its kernel binaries
+    can be found)."""
 
     status: Literal["ok", "failed", "skipped", "pending", "deferred"]
     """pending: still running when the report was first stored (the worker stores the report before the warm
@@ -582,7 +583,12 @@ class WarmCompile(Model):
     seconds: CompileSeconds | None = None
     caches: CompileCaches | None = None
     wall_seconds: float | None = None
-    """the process's whole life as the child timed it: its start, torch's import and its exit included"""
+    """the process's whole life as the child timed it, its start and exit included (and torch's import where
+    `started` is spawned)"""
+    started: Literal["forked", "spawned"] | None = None
+    """forked: from a copy of the job's child made once torch was imported and before anything ran
+    (engine.warm.ForkServer), so it compiled nothing before, without an import of its own; spawned: a new
+    interpreter (a job's deferred work); null: a report from before this was recorded"""
 
 
 class CompileCache(Model):

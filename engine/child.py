@@ -70,6 +70,7 @@ class Job:
             self.timeline.add("handover", prestart.handed_over, time.time())
             dump_at = prestart.stack_dump_at
             self.state.memory_bandwidth = prestart.memory_bandwidth  # the ladder uses it (engine.stages.runtime.ladder)
+            self.state.warm_forks = prestart.warm_forks
         self.prestarted = prestart is not None
         self.dump_at = float(dump_at) if dump_at else None
         self.user_code_dump = None  # while the user's own code runs under its limit (user_code_starts)
@@ -238,7 +239,11 @@ def run(job: Job) -> None:
     else:
         job.begin("load")
         with job.timeline.span("import_torch"):  # the stages import torch
+            import torch._dynamo  # noqa: F401 - what torch.compile imports on its first use (as wait_for_job)
+            import torch._inductor.compile_fx  # noqa: F401
+
             stages = pipeline()
+            job.state.warm_forks = _fork_server(job.request["device"])
     for stage in stages:
         stage.run(job)
     finish(job, job.report)
@@ -298,6 +303,7 @@ class Prestart:
     memory_bandwidth: (
         dict | None
     )  # engine.stages.runtime.profiling.memory_bandwidth, measured before the job; None: it failed
+    warm_forks: object  # engine.warm.ForkServer, or None
 
 
 def wait_for_job(go_fd: int, device: str) -> Prestart | None:
@@ -311,6 +317,7 @@ def wait_for_job(go_fd: int, device: str) -> Prestart | None:
         import torch._inductor.compile_fx  # noqa: F401
 
         pipeline()  # the engine's stages
+        warm_forks = _fork_server(device)
     with timeline.span("ladder_setup"):
         try:
             from engine.stages.runtime.profiling import memory_bandwidth
@@ -336,7 +343,19 @@ def wait_for_job(go_fd: int, device: str) -> Prestart | None:
     timeline.mark_prestart(
         until=handed_over
     )  # a job that came while this child was still importing waited for the rest
-    return Prestart(timeline, max(ready, handed_over), dump_at.decode(), bandwidth)
+    return Prestart(timeline, max(ready, handed_over), dump_at.decode(), bandwidth, warm_forks)
+
+
+def _fork_server(device: str):
+    """The warm processes' fork server (engine.warm.ForkServer), started here: torch and the engine imported, nothing
+    run yet (CUDA initialised before a fork would be unusable in it). None where it cannot start (the job's process
+    limit): the warm processes then start as fresh interpreters."""
+    from engine.warm import ForkServer
+
+    try:
+        return ForkServer(device)
+    except OSError:
+        return None
 
 
 def main(argv: list[str]) -> int:

@@ -382,6 +382,10 @@ def test_cold_and_warm_compiles_of_the_seed_with_cache_hits_per_stage(seed):
     assert cold["caches"]["kernels"]["misses"] == 1  # the one fused kernel, built from nothing
     assert cold["caches"]["kernels"]["trusted_binaries"] == 0  # the engine CLI binds no trusted kernel cache
     assert cold["caches"]["kernels"]["state"] == "the job's new, empty cache folders"
+    # Forked from the child's copy made before anything ran (engine.warm.ForkServer), each still finds what a new
+    # process finds: the first misses the graph caches (a copy made after the recorded compile would not compile at
+    # all), the second hits what the first filled.
+    assert warmup["started"] == warm["started"] == "forked"
     assert warmup["caches"]["fx_graph"]["misses"] >= 1 and warmup["caches"]["aot_autograd"]["misses"] >= 1
     assert warm["caches"]["fx_graph"]["hits"] >= 1 and warm["caches"]["fx_graph"]["misses"] == 0
     assert warm["caches"]["aot_autograd"]["hits"] >= 1 and warm["caches"]["aot_autograd"]["misses"] == 0

@@ -17,23 +17,21 @@ from engine.stages.base import Stage
 WARM_COMPILE_MIN_SECONDS = 30  # the job time a warm compile needs left (two fresh processes) before it is tried
 
 
-# No compile-worker pool in these processes: their caches are warm, so nothing is left for workers to compile, and
-# on an H200 node the pool's sidecar kept a core busy through the first 6 s after the compile (beside the timed
-# rounds) and the process ended 2.5-5.9 s later than without it (bench/gpu_host_cores.py --pool;
-# docs/benchmarks.md, "GPU: the host core and the compile-worker pool"). A user's compile does not wait for the
-# pool either: it compiles in-process until the pool is ready.
-WARM_PROCESS_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
-
-
 def warm_compiles(
-    job_dir: str, config_name: str, time_left_s: float, timed: list[str] = (), processes: int = MEASURING_PROCESSES[0]
+    job_dir: str,
+    config_name: str,
+    time_left_s: float,
+    timed: list[str] = (),
+    processes: int = MEASURING_PROCESSES[0],
+    forks=None,
 ) -> dict:
     """Cold vs warm (runtime.compile_cache): the same model and config compiled again in fresh processes
     (engine/warm.py) in the job's folder and sandbox. The first ("warmup") fills the graph caches the recorded
     compile kept off; the second ("warm") is what a user's next run of the script costs. With ``timed`` (configs),
     each is also a measuring process that times them after its compile (runtime.processes), and past two,
     ``processes`` asks for more of them ("measure-3", ...: warm compiles too, which only time). Each process gets an
-    equal share of the time left for those still to run."""
+    equal share of the time left for those still to run. ``forks``: the child's engine.warm.ForkServer, which forks
+    them with torch imported; None: each is a new interpreter."""
     labels = ["warmup", "warm"] + ([f"measure-{i}" for i in range(3, processes + 1)] if timed else [])
     out = {}
     for i, label in enumerate(labels):
@@ -43,28 +41,46 @@ def warm_compiles(
             break
         path = os.path.join(job_dir, f"compile-{label}.json")
         started = time.monotonic()
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "engine.warm", job_dir, config_name, path, ",".join(timed)],
-                cwd=job_dir,
-                env={**os.environ, **WARM_PROCESS_ENV},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=budget,
-            )
-        except subprocess.TimeoutExpired:
+        argv = [job_dir, config_name, path, ",".join(timed)]
+        returncode, stderr = _run_warm_process(argv, budget, os.path.join(job_dir, f"compile-{label}.stderr"), forks)
+        if returncode is None:
             out[label] = {"status": "failed", "reason": f"did not finish within {budget:.0f} s"}
             break
         wall_s = time.monotonic() - started
         time_left_s -= wall_s
-        if proc.returncode != 0 or not os.path.exists(path):
-            out[label] = {"status": "failed", "reason": (proc.stderr or f"exit status {proc.returncode}")[-2000:]}
+        if returncode != 0 or not os.path.exists(path):
+            out[label] = {"status": "failed", "reason": (stderr or f"exit status {returncode}")[-2000:]}
             break
         with open(path) as f:
-            out[label] = {**json.load(f), "wall_seconds": round(wall_s, 3)}  # its start and exit included
+            started_as = "forked" if forks is not None else "spawned"
+            out[label] = {**json.load(f), "wall_seconds": round(wall_s, 3), "started": started_as}
     return out
+
+
+def _run_warm_process(argv: list[str], timeout_s: float, stderr_path: str, forks) -> tuple[int | None, str]:
+    """engine.warm's main(argv) in a fresh process, forked by ``forks`` or a new interpreter: its exit code (None:
+    killed at ``timeout_s``) and the tail of its stderr."""
+    if forks is not None:
+        returncode = forks.run(argv, timeout_s, stderr_path)
+    else:
+        with open(stderr_path, "w") as err:
+            try:
+                returncode = subprocess.run(
+                    [sys.executable, "-m", "engine.warm", *argv],
+                    cwd=argv[0],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    timeout=timeout_s,
+                ).returncode
+            except subprocess.TimeoutExpired:
+                returncode = None
+    try:
+        with open(stderr_path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 4000))
+            return returncode, f.read().decode("utf-8", "replace")
+    except OSError:
+        return returncode, ""
 
 
 PENDING = "still running when the report was stored: the page shows it when it is done"
@@ -112,7 +128,8 @@ class WarmCompileStage(Stage):
         with job.state.ctx.guard("runtime.warm_compile"):
             time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
             processes = job.request.get("measuring_processes", MEASURING_PROCESSES[0])
-            results = warm_compiles(job.job_dir, target.name, time_left, timed if measuring else [], processes)
+            forks = getattr(job.state, "warm_forks", None)
+            results = warm_compiles(job.job_dir, target.name, time_left, timed if measuring else [], processes, forks)
             rt["compile_cache"].update(
                 {
                     k: {n: v for n, v in r.items() if n != "timing"}
