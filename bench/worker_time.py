@@ -21,6 +21,9 @@ from collections import defaultdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from cli_speed import warm_processes  # noqa: E402
+
+from contract.timeline import phase_seconds  # noqa: E402
 from engine.job import JobRequest, PrestartedChild, run_job, run_post_report  # noqa: E402
 from engine.sandbox import Isolation  # noqa: E402
 from engine.sink import Deferral, ReportSink  # noqa: E402
@@ -48,7 +51,7 @@ def main() -> int:
     args = parser.parse_args()
     isolation = Isolation.from_env()
     configs = args.configs.split(",")
-    rows, phases = [], defaultdict(list)
+    rows, phases, later_phases = [], defaultdict(list), defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="pt2scope-worker-time-") as root:
 
         def prestart(i: int) -> PrestartedChild:
@@ -74,6 +77,9 @@ def main() -> int:
             later = time.monotonic()
             done = run_post_report(request, sink.keep_dir, os.path.join(root, f"later-{i}"), isolation=isolation)
             warm = done["runtime"]["compile_cache"]["warm"]
+            for name, seconds in phase_seconds(done["timeline"]).items():
+                if not name.startswith("prestart:"):
+                    later_phases[name].append(seconds)
             rows.append(
                 {
                     "readable": sink.readable - started,
@@ -83,6 +89,8 @@ def main() -> int:
                     "warm": warm.get("status"),
                 }
             )
+            figures = ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items())
+            print(f"  job {i}: {figures}\n         deferred work's {warm_processes(done)}", flush=True)
             time.sleep(15)  # the next child's imports done
         ahead.discard()
     print(f"\nworker time per seed-sized job ({args.device}, {','.join(configs)}), jobs run as in a burst:")
@@ -98,6 +106,9 @@ def main() -> int:
     print("job timeline, top-level phases (median s, range):")
     for name, values in phases.items():
         print(f"  {name:<22} {statistics.median(values):7.2f}  ({min(values):.2f}-{max(values):.2f})")
+    print("deferred work's timeline, phases (median s, range):")
+    for name, values in later_phases.items():
+        print(f"  {name:<40} {statistics.median(values):7.2f}  ({min(values):.2f}-{max(values):.2f})")
     print(f"load after: {' '.join(open('/proc/loadavg').read().split()[:3])}; {os.cpu_count()} CPUs")
     return 0
 
