@@ -810,6 +810,11 @@ def _child_env(
             # One kernel cache per job: no other job's entries can run here, and the compile is honestly cold.
             "TORCHINDUCTOR_CACHE_DIR": os.path.join(job_dir, "inductor-cache"),
             "TRITON_CACHE_DIR": os.path.join(job_dir, "triton-cache"),
+            # torch.cuda.is_available() by NVML, not the driver: on torch 2.11 importing Inductor asks it
+            # (torch/_inductor/runtime/benchmarking.py), which started the CUDA driver in the child before anything
+            # ran and left its warm processes' fork server (engine.warm.ForkServer) unable to fork a process that
+            # can use the GPU. The job's own first CUDA call starts the driver as before.
+            "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
             "PT2SCOPE_EVENT_FD": str(event_fd),
             **({"PT2SCOPE_POST_REPORT_FD": str(decide_fd)} if decide_fd is not None else {}),
             **({"PT2SCOPE_POST_REPORT_ONLY": "1"} if post_report_only else {}),

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from engine.job import PROJECT_ROOT
+from engine.job import PROJECT_ROOT, JobRequest, _child_env
 from engine.jobgroup import alive
 
 FORK_SERVER_SCRIPT = """
@@ -66,3 +66,12 @@ def test_the_compile_worker_pool_is_ended_at_once_when_the_report_is_written():
     assert result["ended"] and not alive(result["sidecar"])
     # torch's own shutdown at exit found the pool ended: no "Ignored OSError in pool shutdown" with a traceback.
     assert "pool shutdown" not in stderr, stderr[-2000:]
+
+
+def test_the_child_asks_for_cuda_without_starting_its_driver(tmp_path):
+    # On torch 2.11, importing Inductor calls torch.cuda.is_available() (torch/_inductor/runtime/benchmarking.py):
+    # by the driver, that started CUDA in the child before the fork server, and every forked warm process failed
+    # "Cannot re-initialize CUDA in forked subprocess" (seen on an H100). By NVML it starts nothing. (No GPU here:
+    # the device check that proved it is in docs/benchmarks.md, "The CLI against the plain script".)
+    env = _child_env(str(tmp_path), 3, JobRequest(code="", device="cuda"))
+    assert env["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"
