@@ -588,7 +588,7 @@ class WarmCompile(Model):
     started: Literal["forked", "spawned"] | None = None
     """forked: from a copy of the job's child made once torch was imported and before anything ran
     (engine.warm.ForkServer), so it compiled nothing before, without an import of its own; spawned: a new
-    interpreter (a job's deferred work); null: a report from before this was recorded"""
+    interpreter (where the fork server could not start); null: a report from before this was recorded"""
 
 
 class CompileCache(Model):

@@ -16,7 +16,8 @@ Inside a job the child does not start these processes from nothing: a fresh inte
 importing torch and Inductor (16 of a 22.5 s warm compile on an H100, docs/benchmarks.md). ForkServer keeps a copy
 of the child made once those imports are done and before anything else (no user code, no compile, no CUDA, no
 thread pool, none of our hooks), and forks each warm process from it: a process that has compiled nothing, exactly
-as a new one, without the imports. A job's deferred work (no torch in its child) still starts fresh interpreters.
+as a new one, without the imports. Where the server cannot start (the job's process limit, or the CUDA driver
+started before the fork, which would leave the forks unable to use the GPU) they start as new interpreters.
 """
 
 from __future__ import annotations

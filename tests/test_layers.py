@@ -42,8 +42,9 @@ ENGINE_MEASURE = (
     "engine.measure.process_figures",
 )
 # What the child of a job's deferred work runs (engine.child.post_report_pipeline): it starts the warm-compile
-# processes and merges their figures, so it starts in a fraction of a second, loading no torch (checked at run
-# time: engine.logtap, which the stages' Context names, imports torch only inside the functions that need it).
+# processes and merges their figures; torch is imported there only for the processes' fork server, never by these
+# modules (checked at run time: engine.logtap, which the stages' Context names, imports torch only inside the
+# functions that need it).
 ENGINE_DEFERRED_WORK = ("engine.stages.base", "engine.stages.runtime.warm_compile")
 # The engine's torch-free readers of torch's records (trace events, graph code, output code, the fusion log): the
 # child's stage collectors and the trace importer read with the same functions, and the importer, which reads an

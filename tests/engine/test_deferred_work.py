@@ -67,7 +67,7 @@ def test_the_deferred_work_done_later_completes_the_report_as_a_job_that_ran_it_
     assert done["status"] == "ok" and not done["failure"], done["failure"]
     cache = done["runtime"]["compile_cache"]
     assert cache["warmup"]["status"] == cache["warm"]["status"] == "ok", cache
-    assert cache["warmup"]["started"] == cache["warm"]["started"] == "spawned"  # this child has no torch to fork
+    assert cache["warmup"]["started"] == cache["warm"]["started"] == "forked"  # from this child's fork server
     # The kept kernel binaries were found (the recorded compile's: a copy that lost them finds none) and the graph
     # caches filled by the first process hit by the second. (A job of this file that ran them at once counted the
     # same: warmup fx 0 hits 3 misses, kernels 2 hits 1 miss; warm fx 2 hits 1 miss.)
