@@ -732,7 +732,8 @@ def warm_up_shared_pch(isolation: sandbox.Isolation) -> list[str]:
     """
 
     def compile_in(job_dir: str) -> None:
-        report = run_job(JobRequest(code=PCH_WARMUP_CODE, configs=["inductor_default"]), job_dir, isolation=isolation)
+        request = JobRequest(code=PCH_WARMUP_CODE, configs=["inductor_default"], warm_compile=False)
+        report = run_job(request, job_dir, isolation=isolation)
         if report["status"] != "ok":
             raise RuntimeError(f"the precompiled-header warm-up failed: {report['failure']['message']}")
 

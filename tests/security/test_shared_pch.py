@@ -3,11 +3,13 @@
 import hashlib
 import json
 import os
+import shutil
 
 import pytest
 
+from engine.cli import with_shared_pch
 from engine.job import JobRequest, run_job
-from engine.sandbox import PCH_SUBDIR
+from engine.sandbox import PCH_SUBDIR, Isolation, check
 from tests.support import SEED
 
 
@@ -66,3 +68,19 @@ example_inputs = (torch.ones(1),)
     assert len(results) == 4 * len([name for name in before if not name.startswith(".")])
     assert all(outcome != "done" for outcome in results.values()), results
     assert _digests(warm.shared_pch_dir) == before
+
+
+def test_the_cli_keeps_its_shared_header_in_the_users_cache_folder(warm, tmp_path, monkeypatch):
+    # As a first run leaves it: the header of this torch and compiler in the user's cache folder.
+    store = tmp_path / "cache" / "pt2scope" / "pch"
+    shutil.copytree(warm.shared_pch_dir, store)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("PT2SCOPE_PCH_DIR", raising=False)
+    isolation = with_shared_pch(Isolation(), "cpu", quiet=True)
+    assert isolation.shared_pch_dir == str(store)
+    assert "shared precompiled header on" in check(isolation)
+    # A folder the operator named wins; no sandbox, or the GPU: nothing to share.
+    named = Isolation(shared_pch_dir=warm.shared_pch_dir)
+    assert with_shared_pch(named, "cpu", quiet=True) is named
+    assert with_shared_pch(Isolation(mode="none"), "cpu", quiet=True).shared_pch_dir is None
+    assert with_shared_pch(Isolation(), "cuda", quiet=True).shared_pch_dir is None
