@@ -100,7 +100,7 @@ def explore_command(args) -> int:
         return 2
     try:
         check(Isolation.from_env())  # the sandbox works here, before a job of ours runs in it (with_shared_pch)
-        isolation = with_shared_pch(Isolation.from_env(), request.device, args.quiet)
+        isolation = with_shared_pch(Isolation.from_env(), request, args.quiet)
         isolation_line = check(isolation)  # what the job gets, the shared header included
     except IsolationError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -121,14 +121,15 @@ def explore_command(args) -> int:
     return 0
 
 
-def with_shared_pch(isolation: Isolation, device: str, quiet: bool) -> Isolation:
+def with_shared_pch(isolation: Isolation, request: JobRequest, quiet: bool) -> Isolation:
     """A sandboxed CPU job's isolation with a precompiled header shared between runs, as a worker shares one: kept
     in the user's cache folder and built once per torch and compiler by a job of our own code
     (engine.job.warm_up_shared_pch). Without it every run's g++ builds the header again, about 10 s of a CPU compile
     that a plain script pays once per machine (Inductor keeps its header in /tmp). Unchanged where the operator
-    named a folder (PT2SCOPE_PCH_DIR), without the sandbox (the job then uses the machine's /tmp as a script does)
-    or on the GPU."""
-    if device != "cpu" or isolation.mode != "bubblewrap" or isolation.shared_pch_dir:
+    named a folder (PT2SCOPE_PCH_DIR), without the sandbox (the job then uses the machine's /tmp as a script does),
+    on the GPU, or where no config asks for Inductor (a backend of the user's own might)."""
+    inductor = not request.configs or any(c not in CONFIGS or CONFIGS[c].backend == "inductor" for c in request.configs)
+    if request.device != "cpu" or not inductor or isolation.mode != "bubblewrap" or isolation.shared_pch_dir:
         return isolation
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     shared = dataclasses.replace(isolation, shared_pch_dir=os.path.join(cache, "pt2scope", "pch"))

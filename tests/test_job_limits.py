@@ -52,6 +52,7 @@ def test_the_cli_default_time_limit_is_the_shared_one(monkeypatch, tmp_path):
 
     monkeypatch.setattr(cli, "run_job", run_job)
     monkeypatch.setattr(cli, "check", lambda isolation: "")
+    monkeypatch.setattr(cli, "with_shared_pch", lambda isolation, request, quiet: isolation)  # builds nothing
     seed = os.path.join(os.path.dirname(__file__), "..", "examples", "seed.py")
     with pytest.raises(_Stop):
         cli.main(["explore", seed, "--quiet", "--out", str(tmp_path)])

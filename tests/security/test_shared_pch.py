@@ -76,11 +76,16 @@ def test_the_cli_keeps_its_shared_header_in_the_users_cache_folder(warm, tmp_pat
     shutil.copytree(warm.shared_pch_dir, store)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("PT2SCOPE_PCH_DIR", raising=False)
-    isolation = with_shared_pch(Isolation(), "cpu", quiet=True)
+    inductor = JobRequest(code=SEED, configs=["eager", "inductor_default"])
+    isolation = with_shared_pch(Isolation(), inductor, quiet=True)
     assert isolation.shared_pch_dir == str(store)
     assert "shared precompiled header on" in check(isolation)
-    # A folder the operator named wins; no sandbox, or the GPU: nothing to share.
+    # A folder the operator named wins; no sandbox, the GPU, or no Inductor config: nothing to share or build.
     named = Isolation(shared_pch_dir=warm.shared_pch_dir)
-    assert with_shared_pch(named, "cpu", quiet=True) is named
-    assert with_shared_pch(Isolation(mode="none"), "cpu", quiet=True).shared_pch_dir is None
-    assert with_shared_pch(Isolation(), "cuda", quiet=True).shared_pch_dir is None
+    assert with_shared_pch(named, inductor, quiet=True) is named
+    assert with_shared_pch(Isolation(mode="none"), inductor, quiet=True).shared_pch_dir is None
+    on_gpu = JobRequest(code=SEED, configs=["eager", "inductor_default"], device="cuda")
+    assert with_shared_pch(Isolation(), on_gpu, quiet=True).shared_pch_dir is None
+    dynamo_only = JobRequest(code=SEED, configs=["eager", "aot_eager"])
+    assert with_shared_pch(Isolation(), dynamo_only, quiet=True).shared_pch_dir is None
+    assert with_shared_pch(Isolation(), JobRequest(code=SEED), quiet=True).shared_pch_dir == str(store)  # default
