@@ -398,7 +398,8 @@ def _end_compile_workers() -> None:
     still be starting: a deferred job's child (its compile soon after the pool's creation) took 5.0-5.5 s to exit on
     an H100 (bench/worker_time.py, process_exit), the worker held all that time. Killing the sidecar is instant
     (its workers watch it and exit; the job's group ends any straggler). Private torch API: without it the child
-    exits as before. Never imports torch (a deferred work's child has none)."""
+    exits as before (the report is written by then: nothing to say there). Nothing where Inductor's compile was
+    never imported."""
     module = sys.modules.get("torch._inductor.async_compile")
     if module is None:
         return
