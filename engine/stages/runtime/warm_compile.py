@@ -1,6 +1,7 @@
 """Cold vs warm compile (runtime.compile_cache): the same model compiled again in fresh processes (engine/warm.py),
 as a user's next run of the script would (what the recorded compile found in the caches: compile_times.py). No
-torch here: the child of a job's deferred work (engine/child.py) runs only this stage and never imports it."""
+torch here: the child of a job's deferred work (engine/child.py) runs only this stage, and imports torch only for
+the processes' fork server (engine.warm.ForkServer)."""
 
 from __future__ import annotations
 
