@@ -241,8 +241,9 @@ def run(job: Job) -> None:
         stages = post_report_pipeline(job)
     else:
         job.begin("load")
-        with job.timeline.span("import_torch"):  # the stages import torch
-            job.state.warm_forks = _import_compiler(job.request["device"])
+        with job.timeline.span("import_torch"):  # the stages import torch (a prestarted child did: wait_for_job)
+            if not job.prestarted:  # one fork server, made before anything ran: a fork made now would copy the
+                job.state.warm_forks = _import_compiler(job.request["device"])  # prestart's threads and locks
             stages = pipeline()
     for stage in stages:
         stage.run(job)

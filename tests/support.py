@@ -101,6 +101,24 @@ class Worker(LoggedProcess):
             return set(self.queues) <= runstore.online_queues(session, self.settings)
 
 
+def waiting_child_args(pid) -> list[bytes] | None:
+    """The command line of a job's child (``python -m engine.child JOB_DIR``) blocked reading a pipe, as a
+    prestarted child waits for its go; None for any other process, the fork server such a child made included
+    (engine.warm.ForkServer: blocked on its request pipe, with its parent's command line)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+        with open(f"/proc/{pid}/wchan") as f:
+            waiting = "pipe_read" in f.read()
+        with open(f"/proc/{pid}/stat") as f:
+            parent = f.read().rsplit(")", 1)[1].split()[1]
+        with open(f"/proc/{parent}/cmdline", "rb") as f:
+            forked = f.read().split(b"\0") == args  # the child's own parent is the sandbox's launcher
+    except OSError:
+        return None
+    return args if waiting and b"engine.child" in args and not forked else None
+
+
 def wait_until(predicate, *, timeout: float, what: str, interval: float = 0.1, worker: Worker | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -11,6 +11,7 @@ from engine import sandbox
 from engine.job import PRESTART_CPU_S, JobRequest, PrestartedChild, launch_signature, run_job
 from engine.sandbox import Isolation
 from tests.security.test_job_boundary import LIMITS, leftover_cgroups
+from tests.support import waiting_child_args
 
 PROBE = """
 import json, os, resource, torch
@@ -43,15 +44,8 @@ def wait_until_waiting(child: PrestartedChild, timeout=120.0) -> None:
     """Until the child blocks on its go pipe (imports done): its stack is then in the kernel's pipe read."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in child.held.group.pids() or []:
-            try:
-                with open(f"/proc/{pid}/wchan") as f:
-                    if "pipe_read" in f.read():
-                        with open(f"/proc/{pid}/cmdline", "rb") as f:
-                            if b"engine.child" in f.read():
-                                return
-            except OSError:
-                pass
+        if any(waiting_child_args(pid) for pid in child.held.group.pids() or []):
+            return
         time.sleep(0.2)
     raise AssertionError("the prestarted child never waited for its job")
 

@@ -10,7 +10,16 @@ from sqlalchemy import create_engine, text
 
 from contract.timeline import phase_seconds
 from tests.report_checks import assert_final_benchmarks_add_only_the_processes
-from tests.support import FAST_CONFIGS, SEED, Worker, make_settings, submittable, wait_for_run, wait_until
+from tests.support import (
+    FAST_CONFIGS,
+    SEED,
+    Worker,
+    make_settings,
+    submittable,
+    wait_for_run,
+    wait_until,
+    waiting_child_args,
+)
 from webapp import create_app
 from workers.maintenance import purge_consumed_messages
 
@@ -128,14 +137,8 @@ def prestarted_child_waiting(settings) -> bool:
     names = os.listdir(settings.jobs_path) if os.path.isdir(settings.jobs_path) else []
     folders = [n for n in names if n.startswith("prestart-")]
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-            with open(f"/proc/{pid}/wchan") as f:
-                waiting = "pipe_read" in f.read()
-        except OSError:
-            continue
-        if waiting and b"engine.child" in args and any(name.encode() in args[-2] for name in folders):
+        args = waiting_child_args(pid)
+        if args and any(name.encode() in args[-2] for name in folders):
             return True
     return False
 
