@@ -795,7 +795,8 @@ class MemoryBandwidth(Model):
     device: Device | None = None
     measured_in_prestart: bool = False
     """measured by this job's own child, in its sandbox, before the job was handed over to it (a prestarted child,
-    while the worker finished the job before; no user code had run in it): not on the job's critical path"""
+    while the worker finished the job before; no user code had run in it): not on the job's critical path. CPU only:
+    a GPU job's next child starts beside it and leaves the GPU to it, so a GPU job measures at hand-over"""
 
 
 class CudaGraphs(Model):

@@ -303,26 +303,30 @@ class Prestart:
     stack_dump_at: str  # unix seconds, as PT2SCOPE_STACK_DUMP_AT: counted from the hand-over
     memory_bandwidth: (
         dict | None
-    )  # engine.stages.runtime.profiling.memory_bandwidth, measured before the job; None: it failed
+    )  # engine.stages.runtime.profiling.memory_bandwidth, measured before the job; None: not (GPU) or it failed
     warm_forks: object  # engine.warm.ForkServer, or None
 
 
 def wait_for_job(go_fd: int, device: str) -> Prestart | None:
     """A child prestarted for its job (engine.job.PrestartedChild): import what every job needs (our code and
-    torch's, never a user's), measure the memory bandwidth, then wait until the parent has written the job into
+    torch's, never a user's), measure the CPU's memory bandwidth, then wait until the parent has written the job into
     this sandbox's folder and says go. None: the parent discarded this child without a job."""
     timeline = Recorder("child")
     timeline.add("import_engine", STARTED_UNIX, time.time())
     with timeline.span("import_torch"):
         warm_forks = _import_compiler(device)
         pipeline()  # the engine's stages
-    with timeline.span("ladder_setup"):
-        try:
-            from engine.stages.runtime.profiling import memory_bandwidth
+    bandwidth = None  # the ladder then measures it itself, at hand-over, as without a prestart
+    # A GPU job's next child starts beside that job (workers.tasks.Prestarter.job_started): measured now, the copies
+    # would share the GPU with the job's timed steps and each disturb the other. A CPU child starts after its job.
+    if device != "cuda":
+        with timeline.span("ladder_setup"):
+            try:
+                from engine.stages.runtime.profiling import memory_bandwidth
 
-            bandwidth = {**memory_bandwidth(device), "measured_in_prestart": True}
-        except Exception:  # noqa: BLE001 - the ladder then measures it itself, as without a prestart
-            bandwidth = None
+                bandwidth = {**memory_bandwidth(device), "measured_in_prestart": True}
+            except Exception:  # noqa: BLE001 - measured by the ladder then
+                pass
     ready = time.time()
     go = b""
     while not go.endswith(b"\n"):

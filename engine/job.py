@@ -289,7 +289,8 @@ def _output_files(job_dir: str, cleanup: ExitStack) -> tuple:
 class PrestartedChild:
     """The sandboxed child of the NEXT job, started before that job exists: its sandbox is up (a uid lease, a
     cgroup, a folder of its own, the seccomp filter) and it has imported torch, Dynamo, Inductor and the engine's
-    stages (our code only) and measured the memory bandwidth, while the worker was busy with the job before.
+    stages (our code only) and measured the CPU's memory bandwidth, while the worker was busy with the job before
+    (a GPU job's next child: beside it, workers.tasks.Prestarter.job_started).
 
     Still one sandbox per job: it serves exactly one job (``run_job(..., prestarted=...)`` writes the job into its
     folder and says go) and ends with it; nothing of any user has run in it before. It fits only a job with the

@@ -55,6 +55,7 @@ def _run(run: Run, picked_up: float, timeline: Recorder, settings, sessions) -> 
     timeline.add("claim", picked_up, time.time())
     request = job_request(run, settings)
     prestarted = next_child.take(request, isolation_of(settings))
+    next_child.job_started(run.device)
     job_dir = prestarted.job_dir if prestarted else os.path.join(settings.jobs_path, run.slug)
     if prestarted:  # the maintenance then judges that folder by this run (beside it: out of the job's reach)
         mark_prestarted_folder(settings, prestarted.job_dir, run.slug)
@@ -160,11 +161,12 @@ class StoredRun(ReportSink):
 
 class Prestarter(threading.Thread):
     """Prestarts the sandboxed child of this pool process's next job (settings.prestart_child): at start,
-    once the shared precompiled header is there, and after each job (``want``), for that job's device and the
-    default limits. One thread starts them all and lives as long as the process: bubblewrap's --die-with-parent
+    once the shared precompiled header is there, and after each job (``want``), or as a GPU job starts
+    (``job_started``), for that job's device and the default limits. One thread starts them all and lives as long as the process: bubblewrap's --die-with-parent
     is tied to the thread that started it, and this process's main thread is Celery's."""
 
     PCH_WAIT_S = 900.0  # the longest a worker's header and kernel-cache warm-ups take (g++ on a loaded machine)
+    EARLY_PRESTART_CORES = 4  # a GPU job's host thread, its compile's workers, the next child's import, and one spare
 
     def __init__(self) -> None:
         super().__init__(name="pt2scope-prestarter", daemon=True)
@@ -188,6 +190,14 @@ class Prestarter(threading.Thread):
         if self._begun:
             self._device = device
             self._wanted.set()
+
+    def job_started(self, device: str) -> None:
+        """A GPU job's step runs one host thread and its compile a few: where the worker has cores to spare, the next
+        job's child imports torch beside this job instead of after it (on an H100 in a burst, that import was 8.5 s of
+        each job's 13 s hold: docs/benchmarks.md). A CPU job's step wants every core (one OpenMP thread each), so its
+        next child starts once it has ended (``want``, from the sink's final report)."""
+        if device == "cuda" and len(os.sched_getaffinity(0)) >= self.EARLY_PRESTART_CORES:
+            self.want(device)
 
     def take(self, request: JobRequest, isolation: sandbox.Isolation) -> PrestartedChild | None:
         """The prestarted child, if it fits this job (else it is discarded; the job then starts its own)."""
