@@ -8,18 +8,26 @@ back, then runstore.store_import, which validates them, into SQLite): when the r
     python bench/trace_import.py [--mb 100] [--reps 3] [--tlparse PATH]"""
 
 import argparse
+import contextlib
+import http.client
 import io
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from tests.deploy.stack import free_port  # noqa: E402
+from tests.support import wait_until  # noqa: E402
+
 TRACES = os.path.join(ROOT, "tests", "fixtures", "traces-h200-torch2.11")
 SOURCES = ("mlp_train_bf16", "graph_break", "recompile", "seed_default", "input_mutation_cudagraph_skip")
 
@@ -76,6 +84,100 @@ def worker_path(log: str, out: str, url: str) -> tuple[float, float]:
         return imported, time.monotonic() - started
 
 
+@contextlib.contextmanager
+def embedded_service(folder: str):
+    """`python -m service serve` on a port of its own, with its worker beating; yields its base URL."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "PT2SCOPE_INSTANCE": os.path.join(folder, "service"),
+        "PT2SCOPE_RATE_LIMIT": "0",
+        "PT2SCOPE_PCH_WARMUP": "false",  # an import compiles nothing
+        "PT2SCOPE_KERNEL_CACHE_GALLERY": "none",
+    }
+    log = open(os.path.join(folder, "serve.log"), "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(
+            lambda: _status_or_none(base) and _status_or_none(base)["queues"]["cpu"]["workers"] >= 1,
+            timeout=300,
+            what="the embedded worker to beat",
+            interval=0.5,
+        )
+        yield base
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+
+
+def _status_or_none(base: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"{base}/api/status", timeout=10) as response:
+            return json.load(response)
+    except OSError:
+        return None
+
+
+def through_the_api(log: str, base: str) -> tuple[float, float]:
+    """(upload seconds: the POST until its 202; readable seconds: from the POST's start until /api/runs/ID/report
+    answers with the report)."""
+    started = time.monotonic()
+    answer = _post_file(f"{base}/api/traces", log)
+    uploaded = time.monotonic() - started
+
+    def report():
+        with urllib.request.urlopen(f"{base}/api/runs/{answer['id']}", timeout=30) as response:
+            status = json.load(response)
+        if status["status"] == "failed":
+            raise SystemExit(f"the import failed: {status['error']}")
+        if status["status"] != "succeeded":
+            return None
+        with urllib.request.urlopen(answer["report_url"], timeout=60) as response:
+            return json.load(response)
+
+    wait_until(report, timeout=900, what="the imported report", interval=0.1)
+    return uploaded, time.monotonic() - started
+
+
+def _post_file(url: str, path: str) -> dict:
+    """A multipart POST of the file as the form's `trace` field, streamed from disk (as a browser or curl sends it)."""
+    boundary = "pt2scope-bench-boundary"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="trace"; filename="{os.path.basename(path)}"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    ).encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
+    connection.putrequest("POST", parts.path)
+    connection.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+    connection.putheader("Content-Length", str(len(head) + os.path.getsize(path) + len(tail)))
+    connection.endheaders()
+    connection.send(head)
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            connection.send(chunk)
+    connection.send(tail)
+    response = connection.getresponse()
+    body = json.loads(response.read())
+    connection.close()
+    if response.status != 202:
+        raise SystemExit(f"upload refused ({response.status}): {body}")
+    return body
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=float, default=100)
@@ -100,25 +202,32 @@ def main() -> None:
     url = f"sqlite:///{folder}/bench.sqlite"
     migrate(url)
     results = {"tlparse": [], "pt2scope import": []} if os.path.exists(args.tlparse) else {"pt2scope import": []}
-    worker = []
-    for rep in range(args.reps):
-        for name in results:  # interleaved: all see the same machine, rep by rep
-            out = os.path.join(folder, f"out-{name.split()[0]}-{rep}")
-            command = (
-                [args.tlparse, log, "-o", out, "--overwrite", "--no-browser"]
-                if name == "tlparse"
-                else [sys.executable, "-m", "engine", "import", log, "--out", out]
+    worker, api = [], []
+    with embedded_service(folder) as base:
+        for rep in range(args.reps):
+            for name in results:  # interleaved: all see the same machine, rep by rep
+                out = os.path.join(folder, f"out-{name.split()[0]}-{rep}")
+                command = (
+                    [args.tlparse, log, "-o", out, "--overwrite", "--no-browser"]
+                    if name == "tlparse"
+                    else [sys.executable, "-m", "engine", "import", log, "--out", out]
+                )
+                wall, rss = timed(command)
+                results[name].append((wall, rss))
+                print(f"  {name:<16} rep {rep + 1}: {wall:6.2f} s, {rss:5d} MiB peak", flush=True)
+            imported, stored = worker_path(log, os.path.join(folder, f"out-worker-{rep}"), url)
+            worker.append((imported, stored))
+            print(
+                f"  worker path      rep {rep + 1}: import {imported:6.2f} s, store {stored:5.2f} s, "
+                f"viewable after {imported + stored:6.2f} s",
+                flush=True,
             )
-            wall, rss = timed(command)
-            results[name].append((wall, rss))
-            print(f"  {name:<16} rep {rep + 1}: {wall:6.2f} s, {rss:5d} MiB peak", flush=True)
-        imported, stored = worker_path(log, os.path.join(folder, f"out-worker-{rep}"), url)
-        worker.append((imported, stored))
-        print(
-            f"  worker path      rep {rep + 1}: import {imported:6.2f} s, store {stored:5.2f} s, "
-            f"viewable after {imported + stored:6.2f} s",
-            flush=True,
-        )
+            uploaded, readable = through_the_api(log, base)
+            api.append((uploaded, readable))
+            print(
+                f"  through the API  rep {rep + 1}: upload {uploaded:6.2f} s, readable after {readable:6.2f} s",
+                flush=True,
+            )
     report_mb = os.path.getsize(os.path.join(folder, "out-pt2scope-0", "report.json")) / 1024**2
     print(f"load after: {open('/proc/loadavg').read().strip()}")
     for name, runs in results.items():
@@ -136,12 +245,19 @@ def main() -> None:
         f"{statistics.median(s for _, s in worker):.2f} s, viewable after median {statistics.median(viewable):.2f} s "
         f"(min {min(viewable):.2f}, max {max(viewable):.2f})"
     )
+    readable = [r for _, r in api]
+    print(
+        f"through the API (POST /api/traces of the embedded service until /api/runs/ID/report answers): upload median "
+        f"{statistics.median(u for u, _ in api):.2f} s, readable after median {statistics.median(readable):.2f} s "
+        f"(min {min(readable):.2f}, max {max(readable):.2f})"
+    )
     if "tlparse" in results:
         reference = statistics.median(w for w, _ in results["tlparse"])
         print(
             f"against tlparse (median {reference:.2f} s): `python -m engine import` "
             f"{statistics.median(w for w, _ in results['pt2scope import']) / reference:.2f}x its time, viewable "
-            f"through the worker {statistics.median(viewable) / reference:.2f}x"
+            f"through the worker {statistics.median(viewable) / reference:.2f}x, readable through the API "
+            f"{statistics.median(readable) / reference:.2f}x"
         )
     else:
         print(f"tlparse not found at {args.tlparse}: no ratio (see --tlparse)")
