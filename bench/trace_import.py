@@ -22,6 +22,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from datetime import UTC, datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -130,25 +131,40 @@ def _status_or_none(base: str) -> dict | None:
         return None
 
 
-def through_the_api(log: str, base: str) -> tuple[float, float]:
+def through_the_api(log: str, base: str) -> tuple[float, float, str]:
     """(upload seconds: the POST until its 202; readable seconds: from the POST's start until /api/runs/ID/report
-    answers with the report)."""
+    answers with the report; where the time went, from the run's stored times: created (the upload stored), started
+    (a worker claimed it), finished (the reports stored), and the report's GET)."""
     started = time.monotonic()
     answer = _post_file(f"{base}/api/traces", log)
     uploaded = time.monotonic() - started
+    seen: dict = {}
 
     def report():
         with urllib.request.urlopen(f"{base}/api/runs/{answer['id']}", timeout=30) as response:
-            status = json.load(response)
-        if status["status"] == "failed":
-            raise SystemExit(f"the import failed: {status['error']}")
-        if status["status"] != "succeeded":
+            seen["status"] = json.load(response)
+        if seen["status"]["status"] == "failed":
+            raise SystemExit(f"the import failed: {seen['status']['error']}")
+        if seen["status"]["status"] != "succeeded":
             return None
+        asked = time.monotonic()
         with urllib.request.urlopen(answer["report_url"], timeout=60) as response:
-            return json.load(response)
+            json.load(response)
+        seen["get_s"] = time.monotonic() - asked
+        return seen
 
     wait_until(report, timeout=900, what="the imported report", interval=0.1)
-    return uploaded, time.monotonic() - started
+    readable = time.monotonic() - started
+    at = {k: _unix(seen["status"][f"{k}_at"]) for k in ("created", "started", "finished")}
+    where = (
+        f"queued {at['started'] - at['created']:.2f}, worker {at['finished'] - at['started']:.2f}, "
+        f"the report's GET {seen['get_s']:.2f}"
+    )
+    return uploaded, readable, where
+
+
+def _unix(iso: str) -> float:
+    return datetime.fromisoformat(iso.removesuffix("Z")).replace(tzinfo=UTC).timestamp()
 
 
 def _post_file(url: str, path: str) -> dict:
@@ -222,10 +238,10 @@ def main() -> None:
                 f"viewable after {imported + stored:6.2f} s",
                 flush=True,
             )
-            uploaded, readable = through_the_api(log, base)
+            uploaded, readable, where = through_the_api(log, base)
             api.append((uploaded, readable))
             print(
-                f"  through the API  rep {rep + 1}: upload {uploaded:6.2f} s, readable after {readable:6.2f} s",
+                f"  through the API  rep {rep + 1}: upload {uploaded:6.2f} s, readable after {readable:6.2f} s ({where})",
                 flush=True,
             )
     report_mb = os.path.getsize(os.path.join(folder, "out-pt2scope-0", "report.json")) / 1024**2
