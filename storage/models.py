@@ -56,6 +56,9 @@ class Run(Base):
     # When the worker was done with it (report and every figure after it stored): started_at to this is the time
     # a job holds a worker, which the queue's wait estimate reads (storage.progress).
     released_at: Mapped[datetime | None]
+    # When the job left its post-report work for an idle worker (workers.deferred), until that work's figures are
+    # stored: the pages say it is still to come (storage.progress.still_measuring).
+    deferred_since: Mapped[datetime | None]
 
     error_stage: Mapped[str | None] = mapped_column(String(32))
     error_kind: Mapped[str | None] = mapped_column(String(64))

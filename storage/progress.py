@@ -265,8 +265,11 @@ def job_runs_on(run: Run, settings: Settings) -> bool:
 
 
 def still_measuring(run: Run, steps: list[dict], settings: Settings) -> list[dict]:
-    """The warm compile of a run whose report was stored before it, until the final report has filled it in: the
-    pages say so and reload then."""
+    """The warm compile of a run whose report was stored before it, until the final report has filled it in; or
+    that the job left for an idle worker (state "deferred"), until that work's figures are stored: the pages say so
+    and reload then."""
+    if run.status == SUCCEEDED and run.deferred_since is not None:
+        return [{**step, "state": "deferred"} for step in steps if step["stage"] in AFTER_REPORT]
     if run.status != SUCCEEDED or not job_runs_on(run, settings):
         return []
     return [step for step in steps if step["stage"] in AFTER_REPORT]

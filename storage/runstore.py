@@ -552,6 +552,7 @@ def store_report(
     failure = report.get("failure")
     if report.get("status") == "ok" and not failure:
         run.status = SUCCEEDED
+        run.deferred_since = utcnow() if left_for_later(report) else None
     else:
         failure = failure or {"stage": "report", "kind": "unknown", "message": "the engine reported a failure"}
         _set_error(run, failure)
@@ -570,8 +571,21 @@ def complete_early_report(session: Session, run_id: int, report: dict, finish_ti
     for name in SECTIONS_AFTER_EARLY_REPORT:
         _replace_section(session, run_id, name, report[name])
     _replace_section(session, run_id, "timeline", finish_timeline(report.get("timeline")))
-    session.get_one(Run, run_id).engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    run = session.get_one(Run, run_id)
+    run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    run.deferred_since = utcnow() if left_for_later(report) else None
     session.commit()
+
+
+def left_for_later(report: dict) -> bool:
+    """The job left its post-report work for an idle worker (engine.sink.Deferral): its warm compile's entries or
+    its measuring processes read "deferred"."""
+    runtime = report.get("runtime") or {}
+    entries = [
+        *((runtime.get("compile_cache") or {}).get(k) or {} for k in ("warmup", "warm")),
+        runtime.get("processes"),
+    ]
+    return any((entry or {}).get("status") == "deferred" for entry in entries)
 
 
 def fail_warm_compile(session: Session, run_id: int, report: dict, finish_timeline: FinishTimeline) -> None:
@@ -596,6 +610,7 @@ def complete_deferred(session: Session, run_id: int, report: dict) -> None:
     work's report is a success, its sections; else the deferred entries read failed, and why. The job's timeline
     and seconds stay the job's: this work held no one's job."""
     run = session.get_one(Run, run_id)
+    run.deferred_since = None
     if report.get("status") != "ok" or report.get("failure"):
         message = (report.get("failure") or {}).get("message") or "it ended without a report"
         _mark_warm_compile_failed(session, run, f"the deferred warm compile failed: {message}", ("deferred",))

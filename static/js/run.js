@@ -70,8 +70,8 @@ function pollRun() {
     return fresh.includes(currentTab) || (currentTab === "overview" && fresh.length > 0 && document.getElementById("story"));
   }
 
-  // A page loaded with the report already stored, while the warm compile still runs: wait for it to end, then
-  // reload where its figures are drawn (the Runtime tab, the Overview's story).
+  // A page loaded with the report already stored, while the warm compile still runs or waits for an idle worker
+  // (deferred): wait for it to end, then reload where its figures are drawn (the Runtime tab, the Overview's story).
   const loadedFinished = ["succeeded", "failed"].includes(run.dataset.status);
 
   async function poll() {
@@ -85,7 +85,8 @@ function pollRun() {
             else document.getElementById("still-measuring")?.remove();
             return;
           }
-          setTimeout(poll, 1000);
+          // Work left for an idle worker may wait minutes behind a class's queue: asked for less often.
+          setTimeout(poll, data.still_measuring.some((step) => step.state === "deferred") ? 5000 : 1000);
           return;
         }
         show(data);

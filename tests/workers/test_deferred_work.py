@@ -1,6 +1,6 @@
 """Issue 20 item 1 on a real worker (the embedded default): a job whose report is readable while another run waits
 holds the worker only until then; its warm compile and measuring processes run once the worker is idle, stop for a
-job that arrives (which then starts at once) and complete the report afterwards, the page saying what is to come."""
+job that arrives (which then starts at once) and complete the report afterwards, the status and the page saying what is still to come until then."""
 
 import os
 import time
@@ -46,6 +46,10 @@ def test_a_job_leaves_its_warm_compile_to_an_idle_worker_which_yields_to_the_nex
         page = client.get(f"/r/{first}/runtime").get_data(as_text=True)
         assert 'id="warm-compile-deferred"' in page and "1 other run waited for this worker" in page
         assert 'id="processes-deferred"' in page
+        # Its status and page say the work is still to come, and how many runs are queued before it.
+        assert [(s["stage"], s["state"]) for s in status(first)["still_measuring"]] == [("warm_compile", "deferred")]
+        notice = client.get(f"/r/{first}").get_data(as_text=True)
+        assert "data-deferred" in notice and "once the worker is idle" in notice and "js/run.js" in notice
         assert wait_for_run(client, second, worker=worker)["status"] == "succeeded"
         wait_until(lambda: times(second)[2], timeout=120, what="the second job to end", worker=worker)
         # The first job held the worker only until its report was readable (its warm compile takes 20-40 s here),
@@ -84,4 +88,5 @@ def test_a_job_leaves_its_warm_compile_to_an_idle_worker_which_yields_to_the_nex
         assert report["runtime"]["job_seconds"] < (first_released - first_started).total_seconds() + 1
         page = client.get(f"/r/{first}/runtime").get_data(as_text=True)
         assert 'id="warm-compile-total"' in page and "warm-compile-deferred" not in page
+        assert status(first)["still_measuring"] == [] and 'id="still-measuring"' not in page
         wait_until(lambda: not os.listdir(settings.deferred_path), timeout=30, what="the kept folder to go")

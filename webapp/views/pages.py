@@ -152,11 +152,14 @@ def _progress_context(session, run) -> dict:
     """What the page says of a run's progress: its steps and the current one, the time left, whether it is still
     measuring after its report, its place in the queue and its messages."""
     steps = progress.progress_steps(run)
+    still_measuring = progress.still_measuring(run, steps, context.settings())
+    deferred = any(step["state"] == "deferred" for step in still_measuring)
     return {
         "steps": steps,
         "current": progress.current_step(steps),
         "time_left": runstore.time_left(session, run, steps),
-        "still_measuring": progress.still_measuring(run, steps, context.settings()),
+        "still_measuring": still_measuring,
+        "waiting_before_deferred": runstore.waiting_runs(session, run.queue) if deferred else None,
         "queue": runstore.queue_estimate(session, context.settings(), run),
         "messages": progress.messages(run),
     }
