@@ -58,9 +58,14 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--baseline", help="another checkout whose CLI is timed in the same reps")
+    parser.add_argument(
+        "--without-warm-compile",
+        action="store_true",
+        help="also time the CLI with --no-warm-compile in the same reps: what the rest of the job costs",
+    )
     args = parser.parse_args()
     load_before = open("/proc/loadavg").read().split()[:3]
-    script, cli, phases, baseline = [], [], [], []
+    script, cli, phases, baseline, no_warm = [], [], [], [], []
     with tempfile.TemporaryDirectory(prefix="pt2scope-cli-speed-") as folder:
         for rep in range(args.reps):
             cache = os.path.join(folder, f"script-cache-{rep}")
@@ -71,11 +76,14 @@ def main() -> int:
             options = ["--configs", args.configs, "--device", args.device]
             if args.baseline:
                 baseline.append(timed(command + [out + "-baseline"] + options, dict(os.environ), args.baseline))
+            if args.without_warm_compile:
+                no_warm.append(timed(command + [out + "-no-warm"] + options + ["--no-warm-compile"], dict(os.environ)))
             cli.append(timed(command + [out] + options, dict(os.environ)))
             with open(os.path.join(out, "report.json")) as f:
                 report = json.load(f)
             phases.append(phase_seconds(report["timeline"]))
             before = f", baseline CLI {baseline[-1]:6.2f} s" if baseline else ""
+            before += f", CLI --no-warm-compile {no_warm[-1]:6.2f} s" if no_warm else ""
             print(f"  rep {rep + 1}: script {script[-1]:6.2f} s{before}, CLI {cli[-1]:6.2f} s", flush=True)
             print(f"         {warm_processes(report)}", flush=True)
     load_after = open("/proc/loadavg").read().split()[:3]
@@ -83,10 +91,11 @@ def main() -> int:
         f"\nCLI speed: {args.file} --configs {args.configs} on {args.device}, {args.reps} reps interleaved; "
         f"{os.cpu_count()} CPUs, load before {' '.join(load_before)}, after {' '.join(load_after)}"
     )
-    for name, walls in (("plain script", script), ("baseline CLI", baseline), ("CLI", cli)):
+    runs = (("plain script", script), ("baseline CLI", baseline), ("CLI --no-warm-compile", no_warm), ("CLI", cli))
+    for name, walls in runs:
         if walls:
-            print(f"{name:<13} median {statistics.median(walls):6.2f} s (min {min(walls):.2f}, max {max(walls):.2f})")
-    for name, walls in (("baseline CLI", baseline), ("CLI", cli)):
+            print(f"{name:<22} median {statistics.median(walls):6.2f} s (min {min(walls):.2f}, max {max(walls):.2f})")
+    for name, walls in runs[1:]:
         if walls:
             ratios = [c / s for c, s in zip(walls, script)]
             print(
