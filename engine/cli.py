@@ -99,9 +99,11 @@ def explore_command(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        check(Isolation.from_env())  # the sandbox works here, before a job of ours runs in it (with_shared_pch)
-        isolation = with_shared_pch(Isolation.from_env(), request, args.quiet)
-        isolation_line = check(isolation)  # what the job gets, the shared header included
+        configured = Isolation.from_env()
+        isolation_line = check(configured)  # the sandbox works here, before a job of ours runs in it (with_shared_pch)
+        isolation = with_shared_pch(configured, request, args.quiet)
+        if isolation != configured:
+            isolation_line = check(isolation)  # what the job gets: the shared header bound too
     except IsolationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
