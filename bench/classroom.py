@@ -35,7 +35,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -113,47 +112,23 @@ def main() -> int:
 
 def embedded_pass(workdir: str, defer: str, args, configs: list[str]) -> dict:
     """One burst against `python -m service serve` (SQLite, its broker, one embedded worker)."""
-    port = stack.free_port()
-    instance = os.path.join(workdir, f"embedded-defer-{defer}")
-    env = {
-        **os.environ,
-        "PT2SCOPE_INSTANCE": instance,
-        "PT2SCOPE_RATE_LIMIT": "0",
-        "PT2SCOPE_KERNEL_CACHE_GALLERY": "none",
-        "PT2SCOPE_DEFER_POST_REPORT": "1" if defer == "on" else "0",
-        **({"PT2SCOPE_PCH_WARMUP": "false"} if args.no_header else {}),
-    }
     load_before = open("/proc/loadavg").read().split()[:3]
-    log = open(os.path.join(workdir, f"serve-{defer}.log"), "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        queue = "gpu" if args.device == "cuda" else "cpu"
-        wait_until(
-            lambda: _get_or_none(f"{base}/api/status") and _get(f"{base}/api/status")["queues"][queue]["workers"] == 1,
-            timeout=300,
-            what="the embedded worker to beat",
-            interval=0.5,
-        )
+    log = os.path.join(workdir, f"serve-{defer}.log")
+    with stack.embedded_service(
+        sys.executable,
+        os.path.join(workdir, f"embedded-defer-{defer}"),
+        log,
+        "gpu" if args.device == "cuda" else "cpu",
+        PT2SCOPE_RATE_LIMIT="0",
+        PT2SCOPE_KERNEL_CACHE_GALLERY="none",
+        PT2SCOPE_DEFER_POST_REPORT="1" if defer == "on" else "0",
+        **({"PT2SCOPE_PCH_WARMUP": "false"} if args.no_header else {}),
+    ) as base:
         if args.device == "cpu" and not args.no_header:
             wait_until(
-                lambda: "precompiled header ready" in open(log.name).read(), timeout=900, what="the header", interval=1
+                lambda: "precompiled header ready" in open(log).read(), timeout=900, what="the header", interval=1
             )
         result = burst(base, for_pass_bodies(args, configs, f"embedded, defer {defer}"))
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        log.close()
     return {**result, "workers": 1, "defer": defer, "load": (load_before, open("/proc/loadavg").read().split()[:3])}
 
 
@@ -305,13 +280,6 @@ def _timeline_phases(base: str, ids: list[str]) -> dict[str, list[float]]:
             if phase["depth"] == 0:
                 phases.setdefault(phase["phase"], []).append(phase["end_s"] - phase["start_s"])
     return phases
-
-
-def _get_or_none(url: str) -> dict | None:
-    try:
-        return _get(url)
-    except OSError:
-        return None
 
 
 def _time(iso: str | None) -> float:

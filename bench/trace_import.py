@@ -4,17 +4,18 @@ The log: the recorded H200 logs (tests/fixtures/traces-h200-torch2.11) replayed 
 reaches --mb, so every compile id is distinct (as in one long job with many compiled frames). Then, interleaved,
 --reps times each: `tlparse LOG -o OUT` and `python -m engine import LOG` (its importer child imports no torch),
 wall time and peak memory (RSS, /usr/bin/time); and the worker's path (engine.importjob.run_import, the reports read
-back, then runstore.store_import, which validates them, into SQLite): when the report is viewable. Prints medians with min-max and the load.
+back, then runstore.store_import, which validates them, into SQLite): when the report is viewable; and the whole
+road through the API (issue 20 item 5: readable in under 15 s): the log POSTed to /api/traces of the embedded service
+(`python -m service serve`, started once before the reps, as deployed: SQLite, its broker, one worker), until its
+report answers on /api/runs/ID/report. Prints medians with min-max and the load.
     python bench/trace_import.py [--mb 100] [--reps 3] [--tlparse PATH]"""
 
 import argparse
-import contextlib
 import http.client
 import io
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from datetime import UTC, datetime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from tests.deploy.stack import free_port  # noqa: E402
+from tests.deploy.stack import embedded_service  # noqa: E402
 from tests.support import wait_until  # noqa: E402
 
 TRACES = os.path.join(ROOT, "tests", "fixtures", "traces-h200-torch2.11")
@@ -83,52 +84,6 @@ def worker_path(log: str, out: str, url: str) -> tuple[float, float]:
         started = time.monotonic()
         runstore.store_import(session, run.id, reports.first, reports.further())
         return imported, time.monotonic() - started
-
-
-@contextlib.contextmanager
-def embedded_service(folder: str):
-    """`python -m service serve` on a port of its own, with its worker beating; yields its base URL."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "PT2SCOPE_INSTANCE": os.path.join(folder, "service"),
-        "PT2SCOPE_RATE_LIMIT": "0",
-        "PT2SCOPE_PCH_WARMUP": "false",  # an import compiles nothing
-        "PT2SCOPE_KERNEL_CACHE_GALLERY": "none",
-    }
-    log = open(os.path.join(folder, "serve.log"), "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(
-            lambda: _status_or_none(base) and _status_or_none(base)["queues"]["cpu"]["workers"] >= 1,
-            timeout=300,
-            what="the embedded worker to beat",
-            interval=0.5,
-        )
-        yield base
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-        log.close()
-
-
-def _status_or_none(base: str) -> dict | None:
-    try:
-        with urllib.request.urlopen(f"{base}/api/status", timeout=10) as response:
-            return json.load(response)
-    except OSError:
-        return None
 
 
 def through_the_api(log: str, base: str) -> tuple[float, float, str]:
@@ -219,7 +174,14 @@ def main() -> None:
     migrate(url)
     results = {"tlparse": [], "pt2scope import": []} if os.path.exists(args.tlparse) else {"pt2scope import": []}
     worker, api = [], []
-    with embedded_service(folder) as base:
+    with embedded_service(
+        sys.executable,
+        os.path.join(folder, "service"),
+        os.path.join(folder, "serve.log"),
+        PT2SCOPE_RATE_LIMIT="0",
+        PT2SCOPE_PCH_WARMUP="false",  # an import compiles nothing
+        PT2SCOPE_KERNEL_CACHE_GALLERY="none",
+    ) as base:
         for rep in range(args.reps):
             for name in results:  # interleaved: all see the same machine, rep by rep
                 out = os.path.join(folder, f"out-{name.split()[0]}-{rep}")

@@ -8,10 +8,13 @@ environment that holds what the service's image installs.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
+import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -175,3 +178,42 @@ def local_deployment(web_python: str, workdir: str, redis_db: int, **env: str):
                 what="the web health check",
             )
             yield LocalDeployment(f"http://127.0.0.1:{local['PORT']}", local, web)
+
+
+@contextmanager
+def embedded_service(python: str, instance: str, log_path: str, queue: str = "cpu", **env: str):
+    """`python -m service serve` (the embedded default: SQLite, its broker, one worker) on a port of its own, with
+    its worker beating on ``queue``; yields the base URL. Stopped as `make run` is (SIGTERM), killed if it lingers."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [python, "-m", "service", "serve", "--port", str(port)],
+            cwd=PROJECT_ROOT,
+            env={**os.environ, "PT2SCOPE_INSTANCE": instance, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            wait_until(
+                lambda: (_status_or_none(base) or {}).get("queues", {}).get(queue, {}).get("workers", 0) >= 1,
+                timeout=300,
+                what="the embedded worker to beat",
+                interval=0.5,
+            )
+            yield base
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+
+
+def _status_or_none(base: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"{base}/api/status", timeout=10) as response:
+            return json.load(response)
+    except OSError:
+        return None
