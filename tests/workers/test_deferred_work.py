@@ -1,6 +1,7 @@
 """Issue 20 item 1 on a real worker (the embedded default): a job whose report is readable while another run waits
 holds the worker only until then; its warm compile and measuring processes run once the worker is idle, stop for a
-job that arrives (which then starts at once) and complete the report afterwards, the status and the page saying what is still to come until then."""
+job that arrives (which then starts at once) and complete the report afterwards, the status and the page saying
+what is still to come until then."""
 
 import os
 import time

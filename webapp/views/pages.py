@@ -153,7 +153,7 @@ def _progress_context(session, run) -> dict:
     measuring after its report, its place in the queue and its messages."""
     steps = progress.progress_steps(run)
     still_measuring = progress.still_measuring(run, steps, context.settings())
-    deferred = any(step["state"] == "deferred" for step in still_measuring)
+    deferred = bool(still_measuring) and run.deferred_since is not None
     return {
         "steps": steps,
         "current": progress.current_step(steps),
