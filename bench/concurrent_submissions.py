@@ -7,7 +7,8 @@ Runtime pages of a run stored before the burst: p50, p99).
 
 --postgres: the production configuration, PostgreSQL (a scratch database on 127.0.0.1:5432) and Redis (db 13 of
 127.0.0.1:6379, flushed), instead of the embedded SQLite data and broker. --code FILE: submit FILE instead of the
-seed (an attack from tests/security/attacks: how the pages fare while it runs).
+seed (an attack that defines a model, bench/models/fork_bomb_model.py: how the pages fare while it runs). After the
+burst one more seed is submitted: the next job must succeed.
 """
 
 from __future__ import annotations
@@ -154,6 +155,9 @@ def measure(count: int, services: dict, submitted: str) -> None:
                         if status["status"] in ("succeeded", "failed"):
                             finished[run_id] = (status["status"], time.perf_counter() - t0)
                 time.sleep(0.2)
+            after = time.perf_counter()  # the next job after the burst: one more seed, while the reader goes on
+            next_id = call(base, "/api/runs", {"code": CODE + "\n# the next job\n", "configs": ["eager"]})["id"]
+            next_job = (wait_finished(base, next_id), time.perf_counter() - after)
             reading.set()
             read.join()
         finally:
@@ -171,6 +175,7 @@ def measure(count: int, services: dict, submitted: str) -> None:
         f"report pages meanwhile ({len(pages)} reads): p50 {percentile(pages, 0.5) * 1000:.0f} ms, "
         f"p99 {percentile(pages, 0.99) * 1000:.0f} ms, max {max(pages) * 1000:.0f} ms"
     )
+    print(f"the next job (a seed, submitted once the burst finished): {next_job[0]} in {next_job[1]:.1f} s")
     print(f"POST latency: median {statistics.median(post_s):.3f} s (min {min(post_s):.3f}, max {max(post_s):.3f})")
     print(
         f"submit to finished: first {done_s[0]:.1f} s, median {statistics.median(done_s):.1f} s, last "

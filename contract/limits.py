@@ -14,6 +14,10 @@ class JobLimits:
     # the eager reference run. An endless loop there ends in this, not the whole job's limit; every gallery and
     # test model loads and runs eagerly in seconds.
     user_code_time_limit_s: float = 90.0
+    # Once the user's code has run eagerly, the longest the job may go without progress (engine/stall.py): an endless
+    # loop that only a compile or a later call reaches ends in this, plus ten of the model's eager steps, rather
+    # than at the job's limit. Measured against every gallery model (docs/benchmarks.md, "stall limit").
+    stall_limit_s: float = 90.0
     # RLIMIT_AS, CPU jobs only: CUDA reserves huge virtual address ranges, so GPU hosts need a cgroup or container
     # limit instead (None: not enforced per job).
     memory_limit_mb: int | None = 8192
@@ -35,3 +39,6 @@ STACK_DUMP_LEAD_S = 1.5
 # At the user-code limit the child itself dumps its stacks here and ends (engine.child.Job.user_code_starts): the
 # parent reads the file to say so and name the line.
 USER_CODE_STACK_FILE = "stack-at-user-code-limit.txt"
+# At the stall limit the child's stall watch (engine/stall.py) writes the limit it applied on the first line, then
+# every thread's stack, and ends the process: the parent reads the file to say so.
+STALL_STACK_FILE = "stack-at-stall.txt"

@@ -1055,6 +1055,9 @@ class Request(Model):
     """null for CUDA jobs"""
     user_code_time_limit_s: float | None = None
     """wall clock of each stage that runs only the user's code (load, eager); null in reports of engines before it"""
+    stall_limit_s: float | None = None
+    """after the eager run, the longest the job may go without progress (no stage begun or ended, no record of
+    torch's compile logs, no timed round), plus ten eager steps; null in reports of engines before it"""
     cpu_cores: float | None = None
     """the most cores the job's processes may use together; null: the cores the worker is given"""
     cpu_time_limit_s: float | None
@@ -1149,6 +1152,10 @@ class Stage(Model):
     """benchmark"""
     status: Literal["ok", "failed"] | None = None
     """benchmark"""
+    longest_quiet_s: float | None = None
+    """the longest stretch in this stage without progress (a compile found working counts as progress), which the
+    stall limit bounds (`request.stall_limit_s`); null in load and eager (the user-code limit bounds them), in
+    warm_compile (its processes have limits of their own) and in reports of engines before it"""
 
 
 class UserOutput(Model):
@@ -1162,6 +1169,7 @@ class UserOutput(Model):
 class IsolationLimits(Model):
     time_limit_s: float | None = None
     user_code_time_limit_s: float | None = None
+    stall_limit_s: float | None = None
     cpu_cores: float | None = None
     cpu_time_limit_s: float | None = None
     memory_limit_mb: int | None = None
@@ -1177,6 +1185,7 @@ class IsolationEnforcement(Model):
 
     time_limit_s: str | None = None
     user_code_time_limit_s: str | None = None
+    stall_limit_s: str | None = None
     cpu_cores: str | None = None
     cpu_time_limit_s: str | None = None
     memory_limit_mb: str | None = None

@@ -23,9 +23,10 @@ import traceback  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
-from contract.limits import STACK_DUMP_FILE, USER_CODE_STACK_FILE  # noqa: E402
+from contract.limits import DEFAULT_LIMITS, STACK_DUMP_FILE, STALL_STACK_FILE, USER_CODE_STACK_FILE  # noqa: E402
 from contract.timeline import Recorder, merged  # noqa: E402
 from engine.reportfile import empty_report, failed_report, write_report  # noqa: E402
+from engine.stall import StallWatch  # noqa: E402
 
 # The timeline phase each stage's begin..end is (engine/stages call job.begin and job.end); aot and inductor run
 # inside the recorded compile (their seconds are torch's metrics, not a span of their own).
@@ -41,6 +42,10 @@ STAGE_PHASES = {
 # What runs between the stage before and this stage's first begin: the recorded compile's hooks are installed, the
 # ladder is set up (the memory bandwidth measured).
 PHASE_BEFORE = {"dynamo": "install_hooks", "benchmark": "ladder_setup"}
+# The stages under the user-code limit (Job.user_code_starts) rather than the stall watch, and the one whose
+# processes have limits of their own (engine.stages.runtime.warm_compile).
+USER_CODE_STAGES = ("load", "eager")
+UNWATCHED_STAGES = (*USER_CODE_STAGES, "warm_compile")
 
 
 class Job:
@@ -56,6 +61,11 @@ class Job:
         else:
             self.report = empty_report(self.request)
         self.started = time.monotonic()
+        self.stall = StallWatch(
+            self.request.get("stall_limit_s") or DEFAULT_LIMITS.stall_limit_s,
+            os.path.join(job_dir, STALL_STACK_FILE),
+            self.request["filename"],
+        )
         fd = os.environ.get("PT2SCOPE_EVENT_FD")
         self.events = os.fdopen(int(fd), "w", buffering=1) if fd else None
         self.stage = "load"
@@ -100,6 +110,11 @@ class Job:
 
     def begin(self, stage: str, **extra) -> float:
         """Announce a stage (once: a stage begun already, such as load, keeps its start) and return its start."""
+        self.stall.mark()
+        if stage in UNWATCHED_STAGES:
+            self.stall.pause()
+        else:
+            self.stall.watch()
         key = f"{stage}:{extra.get('config')}"
         if self.stage == stage and key in self._begun:
             return self._begun[key]
@@ -144,7 +159,11 @@ class Job:
                 STAGE_PHASES[stage], max(begun, self._last_phase_end()), time.time(), config=extra.get("config")
             )
         seconds = round(time.monotonic() - t0 if seconds is None else seconds, 4)
-        self.report["stages"].append({"name": stage, "seconds": seconds, **extra})
+        entry = {"name": stage, "seconds": seconds, **extra}
+        quiet = self.stall.take_longest()
+        if self.stall.watching and stage not in UNWATCHED_STAGES:
+            entry["longest_quiet_s"] = round(quiet, 2)
+        self.report["stages"].append(entry)
         # Written before the event says so: the parent hands it to the sink when it reads the event (engine.sink).
         self._write("report.json.partial")
         self.emit({"event": "stage", "stage": stage, "state": "finished", "seconds": seconds, **extra})

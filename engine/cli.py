@@ -43,6 +43,12 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_LIMITS.user_code_time_limit_s,
         help="seconds each stage that runs only your code (loading the file, the eager run) may take",
     )
+    explore.add_argument(
+        "--stall-limit",
+        type=float,
+        default=DEFAULT_LIMITS.stall_limit_s,
+        help="seconds the job may go without progress once your code has run eagerly (plus ten eager steps)",
+    )
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     explore.add_argument(
         "--no-warm-compile",
@@ -90,6 +96,7 @@ def explore_command(args) -> int:
         configs=[c for c in args.configs.split(",") if c],
         time_limit_s=args.time_limit,
         user_code_time_limit_s=args.user_code_time_limit,
+        stall_limit_s=args.stall_limit,
         warm_compile=args.warm_compile,
         measuring_processes=args.measuring_processes,
     )

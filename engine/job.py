@@ -24,7 +24,14 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from contract.limits import DEFAULT_LIMITS, STACK_DUMP_FILE, STACK_DUMP_LEAD_S, USER_CODE_STACK_FILE, JobLimits
+from contract.limits import (
+    DEFAULT_LIMITS,
+    STACK_DUMP_FILE,
+    STACK_DUMP_LEAD_S,
+    STALL_STACK_FILE,
+    USER_CODE_STACK_FILE,
+    JobLimits,
+)
 from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
 from contract.vocab import MEASURING_PROCESSES, ConfigError, new_error_id, parse_configs
@@ -62,6 +69,7 @@ class JobRequest:
     # Limits: contract.limits.JobLimits says what each one bounds; docs/security.md why each default.
     time_limit_s: float = DEFAULT_LIMITS.time_limit_s
     user_code_time_limit_s: float = DEFAULT_LIMITS.user_code_time_limit_s
+    stall_limit_s: float = DEFAULT_LIMITS.stall_limit_s
     memory_limit_mb: int | None = DEFAULT_LIMITS.memory_limit_mb
     cpu_time_limit_s: float = DEFAULT_LIMITS.cpu_time_limit_s
     process_limit: int = DEFAULT_LIMITS.process_limit
@@ -440,7 +448,7 @@ class _EarlyHandOver:
 # What a child writes itself in its folder, never carried into the folder of a job's deferred post-report work.
 CHILD_WRITES_ANEW = frozenset(
     {"report.json", "report.json.partial", "report.json.early", "stdout.txt", "stderr.txt", STACK_DUMP_FILE}
-    | {USER_CODE_STACK_FILE}
+    | {USER_CODE_STACK_FILE, STALL_STACK_FILE}
 )
 DEFERRED_REPORT = "report.json.deferred"  # in a kept folder: the job's report, which the post-report child completes
 
@@ -644,6 +652,8 @@ def _stopped_report(
             line=line,
             partial=partial,
         )
+    if pump.killed_for is None and (dump := _stack_dump(job_dir, STALL_STACK_FILE)):  # the child's stall watch
+        return _stalled_report(request, job_dir, dump, stage, partial)
     if pump.killed_for == "processes":
         return failed_report(
             request_dict,
@@ -665,6 +675,29 @@ def _stopped_report(
     if pump.killed_for == "memory" or group.counter("oom") > 0:  # the kernel killed a process of the job
         return failed_report(request_dict, stage, "memory", _memory_message(request, stage), partial=partial)
     return None
+
+
+def _stalled_report(request: JobRequest, job_dir: str, dump: str, stage: str, partial) -> dict:
+    """The failed report of a job its stall watch ended (engine/stall.py): the stage, the user's line where the
+    stack shows one (a loop Dynamo traces for ever shows only Dynamo's frames), the limit applied and how to raise
+    it."""
+    file, line = _line_at_timeout(job_dir, request.filename, STALL_STACK_FILE)
+    where = f" at {file}:{line}" if line else ""
+    applied = re.search(r"limit (\d+) s", dump.partition("\n")[0])
+    limit = applied.group(1) if applied else f"{request.stall_limit_s:g}"
+    traced = "" if line else " (a loop that Dynamo traces for ever shows no line of yours)"
+    return failed_report(
+        asdict(request),
+        stage,
+        "timeout",
+        f"no progress for {limit} s during stage '{stage}'{where}: nothing was compiled, logged or timed{traced}; "
+        "the job was stopped. An endless loop that runs only when compiled, after some calls, or in your backend? "
+        f"If the model really needs longer, raise the stall limit ({request.stall_limit_s:g} s plus ten eager "
+        "steps: PT2SCOPE_STALL_LIMIT, or explore --stall-limit).",
+        file=file if line else None,
+        line=line,
+        partial=partial,
+    )
 
 
 def _write_job(job_dir: str, request: JobRequest) -> None:

@@ -171,7 +171,9 @@ class _Malformed:
 
 
 class LogTap(_Malformed):
-    def __init__(self):
+    def __init__(self, on_record=lambda: None):
+        """``on_record()``: called on each record heard (the job's progress: engine/stall.py)."""
+        self.on_record = on_record
         self.trace: list[dict] = []  # {"event", "compile_id", "metadata", "payload", "data"?, **tags}
         self.artifacts: dict[str, list[dict]] = defaultdict(list)  # name -> [{"compile_id", "text"}]
         self.enabled: list[str] = []
@@ -237,12 +239,14 @@ class LogTap(_Malformed):
         self.enabled = []
 
     def _on_trace(self, record) -> None:
+        self.on_record()
         meta = getattr(record, "metadata", {}) or {}
         event = trace_event(meta, getattr(record, "payload", None), self)
         event.update(self.tags)
         self.trace.append(event)
 
     def _on_artifact(self, record) -> None:
+        self.on_record()
         name = record.name.rpartition(".__")[2] if ".__" in record.name else "log:" + record.name
         try:
             text = record.getMessage()

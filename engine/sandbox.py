@@ -168,6 +168,7 @@ def _enforced_by(request, sandboxed: bool, group: str, cpu: str, job_space: bool
     enforced = {
         "time_limit_s": "parent (wall clock)",
         "user_code_time_limit_s": "the child (faulthandler's watchdog ends it; wall clock of each stage load and eager)",
+        "stall_limit_s": "the child (a thread that ends it when nothing progresses after the eager run: engine/stall.py)",
         "cpu_cores": cpu,
         "cpu_time_limit_s": "RLIMIT_CPU",
         "memory_limit_mb": (

@@ -287,7 +287,14 @@ class LoadStage(Stage):
         job.report["request"]["train_effective"] = program.train
         state = job.state
         state.program = program
-        state.ctx = Context(user_file=filename, device=device, train=program.train, tap=LogTap(), emit=job.emit)
+        state.ctx = Context(
+            user_file=filename,
+            device=device,
+            train=program.train,
+            tap=LogTap(on_record=job.stall.mark),
+            emit=job.emit,
+            progress=job.stall.mark,
+        )
         state.ctx.entry = entry_point(program.model, source, filename)
         state.workload = Workload(program.model, program.inputs_list, program.train, program.loss_fn, device)
         state.watches = {}  # config -> CUDA-graph watch of its rung

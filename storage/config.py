@@ -33,6 +33,7 @@ class Settings:
     # Per-job limits beyond the time limit (contract/limits.py: the defaults engine.job.JobRequest also uses).
     cpu_time_limit_s: float = DEFAULT_LIMITS.cpu_time_limit_s
     user_code_time_limit_s: float = DEFAULT_LIMITS.user_code_time_limit_s
+    stall_limit_s: float = DEFAULT_LIMITS.stall_limit_s
     memory_limit_mb: int | None = (
         DEFAULT_LIMITS.memory_limit_mb
     )  # CPU jobs only (RLIMIT_AS); GPU: a cgroup/container limit
@@ -158,6 +159,7 @@ SECURITY_ENV = {
     "isolation": "PT2SCOPE_ISOLATION",
     "cpu_time_limit_s": "PT2SCOPE_CPU_TIME_LIMIT",
     "user_code_time_limit_s": "PT2SCOPE_USER_CODE_TIME_LIMIT",
+    "stall_limit_s": "PT2SCOPE_STALL_LIMIT",
     "memory_limit_mb": "PT2SCOPE_MEMORY_LIMIT_MB",
     "process_limit": "PT2SCOPE_PROCESS_LIMIT",
     "open_files_limit": "PT2SCOPE_OPEN_FILES_LIMIT",

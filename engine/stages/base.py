@@ -14,12 +14,13 @@ from engine.logtap import LogTap
 
 
 class Context:
-    def __init__(self, *, user_file: str, device: str, train: bool, tap: LogTap, emit):
+    def __init__(self, *, user_file: str, device: str, train: bool, tap: LogTap, emit, progress=lambda: None):
         self.user_file = user_file
         self.device = device
         self.train = train
         self.tap = tap
         self.emit = emit  # emit(event: dict): progress to the parent
+        self.progress = progress  # progress(): the job moved on (each timed round; engine/stall.py)
         # The user's name and line for the compiled model, {function, file, line} (engine.usercode.entry_point):
         # what a compiled frame of torch's own code (torch.compile's wrapper of an nn.Sequential) is called.
         self.entry: dict | None = None

@@ -174,6 +174,30 @@ def test_an_endless_loop_of_the_users_code_ends_at_its_own_limit_naming_the_line
     assert report["isolation"]["limits"]["user_code_time_limit_s"] == 5.0
 
 
+@pytest.mark.parametrize(
+    "name, stage, line",
+    [
+        ("loop_when_compiled", "dynamo", None),
+        ("loop_after_some_calls", "benchmark", 11),
+        ("loop_in_backend", "benchmark", 7),
+    ],
+)
+def test_an_endless_loop_past_the_eager_run_ends_at_the_stall_limit(tmp_path, name, stage, line):
+    """Loops the eager run never reaches (only when compiled, at the twentieth call, in the user's backend): once the
+    job makes no progress for the stall limit it is stopped, naming the stage and, where the stack shows one, the
+    user's line (before: at the job's own time limit, a quarter of an hour by default)."""
+    report, seconds = run_attack(tmp_path, name, stall_limit_s=5.0)
+    failure = report["failure"]
+    assert failure["kind"] == "timeout" and failure["stage"] == stage, failure
+    assert failure["message"].startswith(f"no progress for 5 s during stage '{stage}'"), failure
+    assert failure["line"] == line and "PT2SCOPE_STALL_LIMIT" in failure["message"], failure
+    if line is None:
+        assert "a loop that Dynamo traces for ever shows no line of yours" in failure["message"]
+    assert seconds < LIMITS["time_limit_s"] / 2, seconds
+    assert report["isolation"]["limits"]["stall_limit_s"] == 5.0
+    assert leftover_cgroups() == []
+
+
 def test_a_jobs_spinning_processes_together_get_less_cpu_than_one_process_outside_it(tmp_path):
     """The job's cgroup has one CPU weight for all its processes (engine.jobgroup.CPU_WEIGHT_SHARE of one other
     process): while eight of them spin, each in a session of its own, a spinning thread of this process (as the web

@@ -48,6 +48,7 @@ class ReferenceStage(Stage):
             raise user_failure(
                 exc, state.ctx.user_file, "running the model in eager mode (before any compile)"
             ) from None
+        job.stall.allow_steps(state.reference.first_ms / 1000)  # a slow model's steps pass between marks
         rt["reference"] = {
             "seed": SEED,
             "model_state": state.workload.model_state,

@@ -157,6 +157,7 @@ def _timed_batches(workload: Workload, rungs: list[Rung], threads: int, cores: C
             for rung in list(alive):
                 try:
                     rung.rounds_ms.append(time_round(workload, rung))
+                    ctx.progress()
                 except Exception as exc:  # noqa: BLE001 - a config that fails mid-way keeps the others timed
                     rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
                     ctx.error(f"benchmark:{rung.name}", exc)

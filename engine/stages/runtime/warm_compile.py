@@ -25,27 +25,36 @@ def warm_compiles(
     timed: list[str] = (),
     processes: int = MEASURING_PROCESSES[0],
     forks=None,
+    process_limit_s: float | None = None,
 ) -> dict:
     """Cold vs warm (runtime.compile_cache): the same model and config compiled again in fresh processes
     (engine/warm.py) in the job's folder and sandbox. The first ("warmup") fills the graph caches the recorded
     compile kept off; the second ("warm") is what a user's next run of the script costs. With ``timed`` (configs),
     each is also a measuring process that times them after its compile (runtime.processes), and past two,
     ``processes`` asks for more of them ("measure-3", ...: warm compiles too, which only time). Each process gets an
-    equal share of the time left for those still to run. ``forks``: the child's engine.warm.ForkServer, which forks
-    them with torch imported; None: each is a new interpreter."""
+    equal share of the time left for those still to run, and at most ``process_limit_s`` (a process that loads,
+    compiles and times what the job itself did in less: one that runs longer is stuck). ``forks``: the child's
+    engine.warm.ForkServer, which forks them with torch imported; None: each is a new interpreter."""
     labels = ["warmup", "warm"] + ([f"measure-{i}" for i in range(3, processes + 1)] if timed else [])
     out = {}
     for i, label in enumerate(labels):
-        budget = time_left_s / (len(labels) - i)
-        if budget < WARM_COMPILE_MIN_SECONDS / 2:
+        share = time_left_s / (len(labels) - i)
+        if share < WARM_COMPILE_MIN_SECONDS / 2:
             out[label] = {"status": "skipped", "reason": f"only {time_left_s:.0f} s of the job's time left"}
             break
+        budget = share if process_limit_s is None else min(share, process_limit_s)
         path = os.path.join(job_dir, f"compile-{label}.json")
         started = time.monotonic()
         argv = [job_dir, config_name, path, ",".join(timed)]
         returncode, stderr = _run_warm_process(argv, budget, os.path.join(job_dir, f"compile-{label}.stderr"), forks)
         if returncode is None:
-            out[label] = {"status": "failed", "reason": f"did not finish within {budget:.0f} s"}
+            why = (
+                "the stall limit plus the time this job took to load, compile and time the model itself (an "
+                "endless loop in your code, reached only after some calls?)"
+                if budget < share
+                else "its share of the job's time left"
+            )
+            out[label] = {"status": "failed", "reason": f"did not finish within {budget:.0f} s: {why}"}
             break
         wall_s = time.monotonic() - started
         time_left_s -= wall_s
@@ -130,7 +139,15 @@ class WarmCompileStage(Stage):
             time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
             processes = job.request.get("measuring_processes", MEASURING_PROCESSES[0])
             forks = getattr(job.state, "warm_forks", None)
-            results = warm_compiles(job.job_dir, target.name, time_left, timed if measuring else [], processes, forks)
+            results = warm_compiles(
+                job.job_dir,
+                target.name,
+                time_left,
+                timed if measuring else [],
+                processes,
+                forks,
+                process_limit_s=job.stall.limit_s + self._job_so_far(job.report),
+            )
             rt["compile_cache"].update(
                 {
                     k: {n: v for n, v in r.items() if n != "timing"}
@@ -142,6 +159,13 @@ class WarmCompileStage(Stage):
                 merge_processes(rt, results)
         self._settle(rt, measuring)
         job.end(self.name, t0, config=target.name)
+
+    @staticmethod
+    def _job_so_far(report: dict) -> float:
+        """Seconds the job's own stages took before this one (the compile stages aot and inductor lie inside
+        dynamo's): what one warm process, which does the same again, needs at most."""
+        inside = ("aot", "inductor", "warm_compile")
+        return sum(s["seconds"] for s in report["stages"] if s["name"] not in inside)
 
     @staticmethod
     def _mark(rt: dict, measuring: bool, status: str, reason: str) -> None:
