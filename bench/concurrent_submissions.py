@@ -132,7 +132,7 @@ def measure(count: int, services: dict, submitted: str) -> None:
                     for tab in ("", "/runtime"):
                         pages.append(page_seconds(f"{base}/r/{stored}{tab}"))
 
-            posts, finished, start = {}, {}, threading.Barrier(count)
+            posts, finished, errors, start = {}, {}, [], threading.Barrier(count)
 
             def submit(i: int) -> None:
                 start.wait()
@@ -154,6 +154,8 @@ def measure(count: int, services: dict, submitted: str) -> None:
                         status = call(base, f"/api/runs/{run_id}")
                         if status["status"] in ("succeeded", "failed"):
                             finished[run_id] = (status["status"], time.perf_counter() - t0)
+                            if status["error"]:  # what ended it (an attack's: which limit)
+                                errors.append(f"{status['error']['kind']}: {status['error']['message'][:150]}")
                 time.sleep(0.2)
             after = time.perf_counter()  # the next job after the burst: one more seed, while the reader goes on
             next_id = call(base, "/api/runs", {"code": CODE + "\n# the next job\n", "configs": ["eager"]})["id"]
@@ -175,6 +177,8 @@ def measure(count: int, services: dict, submitted: str) -> None:
         f"report pages meanwhile ({len(pages)} reads): p50 {percentile(pages, 0.5) * 1000:.0f} ms, "
         f"p99 {percentile(pages, 0.99) * 1000:.0f} ms, max {max(pages) * 1000:.0f} ms"
     )
+    for error in errors:
+        print(f"failed: {error}")
     print(f"the next job (a seed, submitted once the burst finished): {next_job[0]} in {next_job[1]:.1f} s")
     print(f"POST latency: median {statistics.median(post_s):.3f} s (min {min(post_s):.3f}, max {max(post_s):.3f})")
     print(

@@ -3,8 +3,8 @@ tmpfs folder): held, partial or broken per attack, with what ended it and how lo
 
 held: the job ended as the attack's row expects (failure kind, and the words of its message), within the seconds
 the row allows; partial: the right kind but late, or the right outcome with the wrong words; broken: anything
-else. The limits are the security tests' tight ones (tests/security/test_job_boundary.py), the unbounded fork
-bomb's the defaults'. The attacks that need a second job or a measurement beside it (the orphan daemon's next job,
+else. The limits are the security tests' tight ones (tests/security/test_job_boundary.py); the rows named "(default
+limits)" keep the defaults' (an endless loop must end within 120 s of a job under them). The attacks that need a second job or a measurement beside it (the orphan daemon's next job,
 the kernel cache's store, the CPU hog's share of a core) are the tests' alone.
 Usage: python bench/hostile_inputs.py [NAME ...]   (results: docs/benchmarks.md, "Hostile inputs")
 """
@@ -30,9 +30,15 @@ EXPECTED = {
     "sleeping_loop": ({"time_limit_s": 8.0}, "timeout", "at model.py:7", 30),
     "endless_loop": ({"user_code_time_limit_s": 5.0}, "timeout", "your code ran for 5 s in stage 'load'", 30),
     "endless_forward": ({"user_code_time_limit_s": 5.0}, "timeout", "your code ran for 5 s in stage 'eager'", 30),
+    "endless_forward (default limits)": ({"time_limit_s": 900.0}, "timeout", "your code ran for 90 s", 120),
+    "loop_when_compiled": ({"stall_limit_s": 5.0}, "timeout", "no progress for 5 s during stage 'dynamo'", 30),
+    "loop_when_compiled (default limits)": ({"time_limit_s": 900.0}, "timeout", "no progress for 90 s", 120),
+    "loop_after_some_calls": ({"stall_limit_s": 5.0}, "timeout", "stage 'benchmark' at model.py:11", 30),
+    "loop_in_backend": ({"stall_limit_s": 5.0}, "timeout", "stage 'benchmark' at model.py:7", 30),
     "fork_bomb": ({}, "processes", "process limit of 64", 30),
     "fork_bomb (default limits)": ({"process_limit": 512}, "processes", "(a fork bomb?)", 30),
     "fork_bomb_persistent": ({}, "processes", "the kernel refused", 30),
+    "slow_fork_bomb": ({"user_code_time_limit_s": 60.0}, "processes", "the job held", 30),
     "thread_budget": ({}, "processes", "process limit of 64", 30),
     "memory_forks": ({"memory_limit_mb": 4096}, "memory", "processes together reached the memory limit", 60),
     "fallocate_burst": ({}, "output_limit", "32 MiB", 30),

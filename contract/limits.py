@@ -9,7 +9,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class JobLimits:
-    time_limit_s: float = 900.0  # wall clock, the whole job
+    # Wall clock, the whole job: ten minutes, the last resort of an interactive service (an endless loop ends at the
+    # user-code or stall limit, in about 90 s); the slowest gallery job takes 100 s on a 2-core CPU
+    # (docs/benchmarks.md, "stall limit").
+    time_limit_s: float = 600.0
     # Wall clock of each stage that runs only the user's own code: loading the file (torch's import included) and
     # the eager reference run. An endless loop there ends in this, not the whole job's limit; every gallery and
     # test model loads and runs eagerly in seconds.

@@ -36,7 +36,15 @@ from contract.report import ReportError, checked_report
 from contract.timeline import Recorder, merged
 from contract.vocab import MEASURING_PROCESSES, ConfigError, new_error_id, parse_configs
 from engine import events, sandbox, seccomp
-from engine.jobgroup import FORK_BOMB_S, FORK_BOMB_SHARE, FORK_RATE_PER_S, FORK_REFUSALS_S, JobGroup
+from engine.jobgroup import (
+    FORK_BOMB_S,
+    FORK_BOMB_SHARE,
+    FORK_HOLD_S,
+    FORK_HOLD_SHARE,
+    FORK_RATE_PER_S,
+    FORK_REFUSALS_S,
+    JobGroup,
+)
 from engine.reportfile import failed_report
 from engine.sink import Deferral, ReportSink
 
@@ -899,6 +907,7 @@ class _Pump:
         self.forks_refused, self.refused_since = 0, None  # the kernel's count; since when it grows every poll
         self.pids: set[int] = set()  # the job's processes at the last poll
         self.births, self.window_start, self.fast_since = 0, time.monotonic(), None  # processes started
+        self.many_since = None  # since when the job holds FORK_HOLD_SHARE of its process limit
         self.fork_bomb = ""  # how a fork bomb was seen, in words
 
     def run(self) -> None:
@@ -918,7 +927,11 @@ class _Pump:
                 if self.should_yield is not None and self.should_yield():
                     return self._kill("yielded")
                 pids = self.group.pids()  # once a poll: without a cgroup it is a walk of /proc
-                if self._forks_keep_being_refused(now) or self._forking_fast(now, pids):
+                if (
+                    self._forks_keep_being_refused(now)
+                    or self._forking_fast(now, pids)
+                    or self._holding_many(now, pids)
+                ):
                     return self._kill("processes")
                 if self.watch_space and _disk_usage(self.job_dir, pids) > output_limit:
                     return self._kill("output_limit")
@@ -1013,6 +1026,18 @@ class _Pump:
         self.fork_bomb = (
             f"the job started over {FORK_RATE_PER_S} processes a second for {now - self.fast_since:.0f} s on end "
             f"with {len(self.pids)} alive (under its process limit of {self.request.process_limit}: they died as fast)"
+        )
+        return True
+
+    def _holding_many(self, now: float, alive: list[int]) -> bool:
+        """FORK_HOLD_SHARE of the process limit held in processes for FORK_HOLD_S on end, however slowly they came."""
+        many = len(alive) >= FORK_HOLD_SHARE * self.request.process_limit
+        self.many_since = (self.many_since or now) if many else None
+        if self.many_since is None or now - self.many_since < FORK_HOLD_S:
+            return False
+        self.fork_bomb = (
+            f"the job held {len(alive)} processes, over {FORK_HOLD_SHARE:.0%} of its process limit of "
+            f"{self.request.process_limit}, for {FORK_HOLD_S:g} s on end"
         )
         return True
 

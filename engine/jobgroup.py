@@ -18,17 +18,22 @@ import signal
 import time
 
 CGROUP_ROOT = "/sys/fs/cgroup"
-# A fork bomb is ended when it is seen, not at the job's time limit. Seen two ways: the kernel has refused the job's
+# A fork bomb is ended when it is seen, not at the job's time limit. Seen three ways: the kernel has refused the job's
 # forks at its process limit in every poll for FORK_REFUSALS_S (copies that catch the error and fork again), or,
 # for FORK_BOMB_S on end, the job has started more than FORK_RATE_PER_S processes a second while holding at least
 # FORK_BOMB_SHARE of its process limit in processes (copies that die when a fork fails, so that the count churns
 # below the limit: 60-130 a second and 200-470 of 512 processes measured on the 2-core machine with torch imported;
 # an Inductor compile's g++ runs start under 5 a second here, perhaps 50 on a 16-core host, but as processes they
-# are a compile pool's few dozen, never a quarter of the limit).
+# are a compile pool's few dozen, never a quarter of the limit), or, for FORK_HOLD_S on end, the job has held at
+# least FORK_HOLD_SHARE of its limit in processes, however slowly they came: a bomb starved of CPU by the job's low
+# weight (a busy web tier beside it) forks under 25 a second and its count plateaus below the limit (about 370 of
+# 512 in the embedded service at load 240: neither of the first two fired, and it ran to the time limit).
 FORK_REFUSALS_S = 2.0
 FORK_RATE_PER_S = 25
 FORK_BOMB_S = 4.0
 FORK_BOMB_SHARE = 0.25
+FORK_HOLD_S = 10.0
+FORK_HOLD_SHARE = 0.5
 # A job's processes together weigh this much in the CPU scheduler against one other process's default (cgroup v1
 # cpu.shares 1024, v2 cpu.weight 100): under contention the web server and the worker run first.
 CPU_WEIGHT_SHARE = 0.5

@@ -13,7 +13,7 @@ Compiling is progress even when it logs nothing: after the recorded compile the 
 config's Inductor compile, its C++ or Triton build, max-autotune's benchmarks may run for minutes). So once quiet
 for a few seconds the watch reads the main thread's stack from its innermost frame outwards: the first frame that is the user's file
 means the user's code is running (a stall); the first that is torch's compiler below Dynamo (AOTAutograd,
-Inductor) or Triton means a compile is working, and the watch waits on. Dynamo's own frames decide nothing (it
+Inductor), Triton or the profiler reading its trace means torch is working, and the watch waits on. Dynamo's own frames decide nothing (it
 interprets the user's code: a loop it traces for ever shows only Dynamo's frames, and is a stall).
 
 The limit is the request's ``stall_limit_s`` plus STEPS_WITHOUT_MARK of the model's own eager steps: a model whose
@@ -40,8 +40,9 @@ CHECK_EVERY_S = 1.0
 LOOK_AFTER_S = 5.0
 STEPS_WITHOUT_MARK = 10
 STALL_EXIT_CODE = 75  # the child's exit status at the stall limit (the parent reads the stack file, not this)
-# The compiler's own work past Dynamo's tracing: AOTAutograd (torch/_functorch), Inductor, Triton.
-COMPILER_FRAMES = re.compile(r"/torch/_functorch/|/torch/_inductor/|/triton/")
+# torch's own long work that runs none of the user's code: the compiler past Dynamo's tracing (AOTAutograd in
+# torch/_functorch, Inductor, Triton) and the profiler's reading of its trace.
+TORCH_AT_WORK = re.compile(r"/torch/_functorch/|/torch/_inductor/|/triton/|/torch/profiler/|/torch/autograd/profiler")
 
 
 class StallWatch:
@@ -92,20 +93,20 @@ class StallWatch:
             quiet = time.monotonic() - self.last
             if not self.watching or quiet < LOOK_AFTER_S:
                 continue
-            if self.compiling():
+            if self.torch_at_work():
                 self.mark()
             elif quiet > self.limit_s:
                 self._stop(quiet)
 
-    def compiling(self) -> bool:
-        """Whether the main thread is in the compiler's own work rather than the user's code (the module's
-        docstring)."""
+    def torch_at_work(self) -> bool:
+        """Whether the main thread is in torch's own long work (TORCH_AT_WORK) rather than the user's code or
+        Dynamo's tracing of it (the module's docstring)."""
         frame = sys._current_frames().get(self.main_thread)
         while frame is not None:
             path = frame.f_code.co_filename
             if is_user_file(path, self.user_file):
                 return False
-            if COMPILER_FRAMES.search(path):
+            if TORCH_AT_WORK.search(path):
                 return True
             frame = frame.f_back
         return False

@@ -33,7 +33,7 @@ def nested_stack(files: list[str], release: threading.Event) -> threading.Thread
 
 
 @pytest.mark.parametrize(
-    "files, compiling",
+    "files, at_work",
     [
         (
             [f"{TORCH}/_dynamo/eval_frame.py", f"{TORCH}/_inductor/compile_fx.py", "/usr/lib/python3.12/threading.py"],
@@ -44,19 +44,20 @@ def nested_stack(files: list[str], release: threading.Event) -> threading.Thread
         ([f"{TORCH}/_dynamo/symbolic_convert.py", f"{TORCH}/_dynamo/variables/base.py"], False),
         ([f"{TORCH}/_inductor/compile_fx.py", "model.py"], False),
         (["model.py", f"{TORCH}/nn/functional.py"], False),
+        (["model.py", f"{TORCH}/profiler/profiler.py"], True),
         (["/work/engine/stages/runtime/timing.py"], False),
     ],
 )
-def test_the_compiler_working_is_told_from_the_users_code_and_dynamos_tracing(files, compiling):
-    """Innermost frame outwards: the user's file first is the user's code running; AOTAutograd, Inductor or
-    Triton first is the compiler working; Dynamo's frames decide nothing (a loop it traces for ever)."""
+def test_torch_at_work_is_told_from_the_users_code_and_dynamos_tracing(files, at_work):
+    """Innermost frame outwards: the user's file first is the user's code running; AOTAutograd, Inductor, Triton or
+    the profiler first is torch at work; Dynamo's frames decide nothing (a loop it traces for ever)."""
     release = threading.Event()
     thread = nested_stack(files, release)
     try:
         watch = StallWatch(1.0, os.devnull, "model.py")
         watch.main_thread = thread.ident
         time.sleep(0.05)  # the thread is inside its innermost frame
-        assert watch.compiling() is compiling
+        assert watch.torch_at_work() is at_work
     finally:
         release.set()
         thread.join()

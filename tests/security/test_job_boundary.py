@@ -163,6 +163,19 @@ def test_a_fork_bomb_whose_copies_keep_trying_ends_in_seconds_as_processes(tmp_p
     assert leftover_cgroups() == []
 
 
+def test_a_slow_fork_bomb_that_holds_half_the_process_limit_ends_as_processes(tmp_path):
+    """Forking under the rate check and below the limit (the kernel refuses nothing), it holds half of the job's
+    process limit: ended once it has for FORK_HOLD_S (before: at the time limit, as a CPU-starved bomb in the
+    service was)."""
+    report, seconds = run_attack(tmp_path, "slow_fork_bomb", memory_limit_mb=8192, user_code_time_limit_s=60.0)
+    failure = report["failure"]
+    assert failure["kind"] == "processes", failure
+    assert failure["message"].startswith("the job held "), failure
+    assert f"over 50% of its process limit of 64, for {jobgroup.FORK_HOLD_S:g} s on end" in failure["message"]
+    assert seconds < LIMITS["time_limit_s"] / 2, seconds
+    assert leftover_cgroups() == []
+
+
 @pytest.mark.parametrize("name, stage, line", [("endless_loop", "load", 5), ("endless_forward", "eager", 8)])
 def test_an_endless_loop_of_the_users_code_ends_at_its_own_limit_naming_the_line(tmp_path, name, stage, line):
     report, seconds = run_attack(tmp_path, name, user_code_time_limit_s=5.0)
