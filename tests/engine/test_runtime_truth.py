@@ -476,7 +476,7 @@ def test_a_burst_of_other_work_is_dropped_and_timed_again(monkeypatch):
 
         monkeypatch.setattr(timing, "CpuWindow", window)
         rt = {}
-        timing.time_rounds(workload, rungs, rt, None)
+        timing.time_rounds(workload, rungs, rt, timing.Unwatched())
     load = rt["load"]
     seen = f"{load}; other processes' cores as each batch saw them: {batches_saw}"  # whole: pytest shortens a dict
     if load["dropped_rounds"] > timing.MIN_ROUNDS:  # who else worked, then
@@ -499,7 +499,7 @@ def test_a_machine_busy_in_every_batch_gets_no_more_rounds_than_a_quiet_one(monk
     monkeypatch.setattr(timing, "CpuWindow", lambda: windows.append(real_window()) or windows[-1])
     rt = {}
     with busy_loops(os.cpu_count()):
-        timing.time_rounds(workload, rungs, rt, None)
+        timing.time_rounds(workload, rungs, rt, timing.Unwatched())
     assert rt["load"]["contended"], rt["load"]  # no batch was quiet: the contended rounds are the figures
     assert len(windows) <= timing.MAX_ROUNDS // timing.MIN_ROUNDS, len(windows)
     assert all(len(r.rounds_ms) == rt["timing"]["rounds"] <= timing.MAX_ROUNDS for r in rungs)
@@ -524,7 +524,7 @@ def test_a_gpu_steps_thread_stays_where_the_scheduler_put_it_and_the_cores_it_ra
     monkeypatch.setattr(timing, "time_round", time_round)
     monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cores: (moves.append(cores), real_set(pid, cores)))
     rt = {}
-    timing.time_rounds(workload, rungs, rt, None)
+    timing.time_rounds(workload, rungs, rt, timing.Unwatched())
     assert moves == []
     described = rt["timing"]["host_cores"]
     assert described.startswith("on the core") and described.endswith("a move costs a host-bound step its speed")
@@ -550,7 +550,7 @@ def test_a_cpu_steps_threads_are_never_moved(monkeypatch):
     moves, real_set = [], os.sched_setaffinity
     monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cores: (moves.append(cores), real_set(pid, cores)))
     rt = {}
-    timing.time_rounds(workload, [rung], rt, None)
+    timing.time_rounds(workload, [rung], rt, timing.Unwatched())
     assert moves == [] and rt["timing"]["host_cores"] is None
 
 

@@ -16,25 +16,15 @@ import torch
 
 from contract.vocab import CONFIGS
 from engine.stages.runtime.rung import Rung
-from engine.stages.runtime.timing import time_rounds, warm_up
+from engine.stages.runtime.timing import Unwatched, time_rounds, warm_up
 from engine.stages.runtime.workload import Workload
-
-
-class _Errors:
-    """What time_rounds needs of a context: somewhere to put a config that failed mid-way."""
-
-    def __init__(self) -> None:
-        self.errors: list[str] = []
-
-    def error(self, stage: str, exc: BaseException) -> None:
-        self.errors.append(f"{stage}: {type(exc).__name__}: {exc}"[:500])
 
 
 def time_here(workload: Workload, compiled: tuple, target: str, configs: list[str], device: str) -> dict:
     """In a measuring process: every config in ``configs`` on its own model copy (``compiled``: the target's
     (instance, compiled function), compiled already), warmed up and timed in the ladder's interleaved rounds. Returns what the child merges
     (merge_processes): each config's rounds (ms per step), its steps per round, the machine's load, errors."""
-    errors = _Errors()
+    errors = Unwatched()
     rungs = []
     torch._dynamo.config.recompile_limit = torch._dynamo.config.recompile_limit * len(configs)  # as the ladder
     for name in configs:

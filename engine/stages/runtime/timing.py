@@ -108,6 +108,21 @@ def latency(workload: Workload, rung: Rung, step_s: float) -> dict:
     }
 
 
+class Unwatched:
+    """What time_rounds needs of a context where no stall watch runs (a measuring process, which the job bounds
+    otherwise: engine/stages/runtime/warm_compile.py; a test): where a config that failed mid-way is put, and a
+    progress mark that marks nothing."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def error(self, stage: str, exc: BaseException) -> None:
+        self.errors.append(f"{stage}: {type(exc).__name__}: {exc}"[:500])
+
+    def progress(self) -> None:
+        pass
+
+
 def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
     """Every rung timed in rounds interleaved across rungs, in batches each checked for contention, until the
     speedups are decided or the rounds or the budget run out; fills each entry's figures and rt["load"],
