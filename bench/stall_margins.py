@@ -2,7 +2,8 @@
 under the default limits and the device's default ladder, one after the other. Prints per file: the job's status,
 its wall time against the job's limit, and per watched stage the longest stretch without progress
 (`stages[].longest_quiet_s`) against the stall limit the job applied (contract/limits.py `stall_limit_s` plus ten
-eager steps). A legitimate model stopped early, or one within half of a limit, is named at the end.
+eager steps), and whether its measuring processes (the warm compile's) succeeded. A legitimate model stopped early
+(its measuring processes included), or one within half of a limit, is named at the end.
 
     .venv/bin/python bench/stall_margins.py [FILE ...] [--device cpu|cuda] [--configs ...]
 """
@@ -51,7 +52,9 @@ def main() -> None:
         f"load before: {os.getloadavg()[0]:.2f}; job limit {DEFAULT_LIMITS.time_limit_s:g} s, stall limit "
         f"{DEFAULT_LIMITS.stall_limit_s:g} s + {STEPS_WITHOUT_MARK} eager steps"
     )
-    print(f"{'file':<22} {'status':<8} {'wall s':>7} {'stall limit s':>13} {'longest quiet s':>15}  stage")
+    print(
+        f"{'file':<22} {'status':<8} {'processes':<10} {'wall s':>7} {'stall limit s':>13} {'longest quiet s':>15}  stage"
+    )
     close = []
     with tempfile.TemporaryDirectory(prefix="stall-margins-") as tmp:
         for path in files:
@@ -70,9 +73,12 @@ def main() -> None:
             quiet = worst["longest_quiet_s"] if worst else 0.0
             where = f"{worst['name']}{':' + worst['config'] if worst.get('config') else ''}" if worst else "-"
             status = report["status"]
-            print(f"{name:<22} {status:<8} {wall:>7.1f} {limit:>13.1f} {quiet:>15.2f}  {where}")
+            processes = (report["runtime"].get("processes") or {}).get("status") or "-"
+            print(f"{name:<22} {status:<8} {processes:<10} {wall:>7.1f} {limit:>13.1f} {quiet:>15.2f}  {where}")
             if status != "ok":
                 close.append(f"{name}: {report['failure']['kind']}: {report['failure']['message'][:200]}")
+            elif processes == "failed":  # the warm compile's processes are part of the job: stopped there too
+                close.append(f"{name}: measuring processes failed: {report['runtime']['processes']['reason'][:200]}")
             elif quiet > limit / 2 or wall > DEFAULT_LIMITS.time_limit_s / 2:
                 close.append(f"{name}: within half of a limit")
     print(f"load after: {os.getloadavg()[0]:.2f}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class JobLimits:
     # Wall clock, the whole job: ten minutes, the last resort of an interactive service (an endless loop ends at the
-    # user-code or stall limit, in about 90 s); the slowest gallery job takes 100 s on a 2-core CPU
+    # user-code or stall limit, in about 90 s); the slowest gallery job takes 141 s on a 2-core CPU
     # (docs/benchmarks.md, "stall limit").
     time_limit_s: float = 600.0
     # Wall clock of each stage that runs only the user's own code: loading the file (torch's import included) and
