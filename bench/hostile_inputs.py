@@ -27,7 +27,7 @@ LIMITS = dict(time_limit_s=60.0, memory_limit_mb=8192, process_limit=64, output_
 # attack -> (limits beyond LIMITS, the failure kind expected (None: the job succeeds), words of its message, most s)
 EXPECTED = {
     "exit_code": ({}, "crash", "exited with code 3", 30),
-    "sleeping_loop": ({"time_limit_s": 8.0}, "timeout", "at model.py:7", 30),
+    "sleeping_loop": ({"time_limit_s": 20.0}, "timeout", "at model.py:7", 30),
     "endless_loop": ({"user_code_time_limit_s": 5.0}, "timeout", "your code ran for 5 s in stage 'load'", 30),
     "endless_forward": ({"user_code_time_limit_s": 5.0}, "timeout", "your code ran for 5 s in stage 'eager'", 30),
     "endless_forward (default limits)": ({"time_limit_s": 900.0}, "timeout", "your code ran for 90 s", 120),
