@@ -17,11 +17,13 @@ from datetime import datetime, timedelta
 from typing import cast, get_type_hints
 
 from pydantic import TypeAdapter
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import LargeBinary, delete, func, insert, select, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.expression import FunctionElement
 
 from contract import graphs, provenance
 from contract.chrome_trace import chrome_trace
@@ -121,6 +123,24 @@ def create_or_join_run(
     session.add(run)
     session.commit()
     return run, False
+
+
+class _utf8_bytes(FunctionElement):
+    """A text column's stored UTF-8 bytes, read without decoding them (SQLite: CAST AS BLOB; PostgreSQL:
+    convert_to, since a cast of text to bytea would read backslashes as escapes)."""
+
+    type = LargeBinary()
+    inherit_cache = True
+
+
+@compiles(_utf8_bytes)
+def _utf8_bytes_sqlite(element, compiler, **kw) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS BLOB)"
+
+
+@compiles(_utf8_bytes, "postgresql")
+def _utf8_bytes_postgresql(element, compiler, **kw) -> str:
+    return f"convert_to({compiler.process(element.clauses, **kw)}, 'UTF8')"
 
 
 def _lock(session: Session, keys: list[str]) -> None:
@@ -737,7 +757,7 @@ def _upgrade_stored_report(session: Session, run: Run) -> None:
     if version == SCHEMA_VERSION:
         return
     check_version({"schema_version": version})
-    report = checked_report(json.loads(_stored_report_text(session, run)))
+    report = checked_report(json.loads(b"".join(_stored_report_pieces(session, run))))
     try:
         _write_report(session, run.id, report, run.filename)
         session.commit()
@@ -892,11 +912,26 @@ def line_provenance_text(session: Session, run: Run, line: int) -> str:
     return _json_text(pieces.get(line) or provenance.empty_entry())
 
 
-def report_json_text(session: Session, run: Run) -> str:
-    """The whole report as stored (upgraded to the current version), assembled from the raw section texts without
-    parsing them."""
+def report_json_pieces(session: Session, run: Run) -> list[bytes]:
+    """The whole report as stored (upgraded to the current version): UTF-8 pieces whose concatenation is its JSON
+    text, each section's stored bytes as the database hands them over. Why pieces of bytes and not one str: a
+    report of 50 MB built as text was decoded, formatted, joined and encoded again, four copies each made in one
+    call that holds the web process's GIL for tens of milliseconds, so every other page served by that process
+    waited on each (bench/heavy_reads.py); sent piece by piece, the socket writes release it."""
     _upgrade_stored_report(session, run)
-    return _stored_report_text(session, run)
+    return _stored_report_pieces(session, run)
+
+
+def _stored_report_pieces(session: Session, run: Run) -> list[bytes]:
+    rows = session.execute(
+        select(ReportSection.name, _utf8_bytes(ReportSection.body))
+        .where(ReportSection.run_id == run.id)
+        .order_by(ReportSection.position)
+    )
+    pieces = [b"{"]
+    for name, body in rows:
+        pieces += [b"," if len(pieces) > 1 else b"", json.dumps(name).encode() + b":", body]
+    return [*pieces, b"}"]
 
 
 def compile_trace_text(session: Session, run: Run) -> str:
@@ -905,15 +940,6 @@ def compile_trace_text(session: Session, run: Run) -> str:
     return json.dumps(
         chrome_trace(sections.get("runtime") or {}, sections.get("timeline"), f"{run.filename} ({run.slug})")
     )
-
-
-def _stored_report_text(session: Session, run: Run) -> str:
-    rows = session.execute(
-        select(ReportSection.name, ReportSection.body)
-        .where(ReportSection.run_id == run.id)
-        .order_by(ReportSection.position)
-    )
-    return "{" + ",".join(f"{json.dumps(name)}:{body}" for name, body in rows) + "}"
 
 
 def store_early_report(

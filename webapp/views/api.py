@@ -174,8 +174,8 @@ def get_report(slug: str):
             else "This run ended without a report (see its error).",
         ), 409
     with heavy_slot():
-        text = runstore.report_json_text(session, run)
-    return Response(text, mimetype="application/json")
+        pieces = runstore.report_json_pieces(session, run)
+    return Response(pieces, mimetype="application/json")  # sent piece by piece (runstore.report_json_pieces)
 
 
 def _run_or_404(slug: str) -> Run:

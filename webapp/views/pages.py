@@ -328,9 +328,9 @@ def download(slug: str):
     if run.status not in FINISHED_STATUSES or not runstore.has_report(session, run):
         abort(404)
     with heavy_slot():
-        text = runstore.report_json_text(session, run)
+        pieces = runstore.report_json_pieces(session, run)
     return Response(
-        text,
+        pieces,  # sent piece by piece, its length summed (runstore.report_json_pieces says why)
         mimetype="application/json",
         headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}.json"'},
     )
