@@ -110,7 +110,29 @@ def _server(settings: Settings):
 
 def _while_clients(urls: list[str], clients: int, probes: list[str], samples: int) -> tuple[list, list, Counter]:
     """``clients`` threads fetch ``urls`` in a loop while each probe URL is fetched ``samples`` times: (probe
-    times, client times, client status counts)."""
+    times, client times, client status counts). The clients run in a process of their own, as other users' browsers
+    do: threads of this one would make each probe wait on this process's GIL while they copy 50 MB responses, a
+    wait no user's page has."""
+    process = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--clients", str(clients), *urls],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout.readline() == "started\n"
+    time.sleep(1.0)
+    loaded = []
+    for _ in range(samples):
+        for probe in probes:
+            loaded.append(fetch(probe))
+        time.sleep(0.1)
+    out, _ = process.communicate("")  # stdin closed: the clients stop and report
+    result = json.loads(out)
+    return loaded, result["times"], Counter({int(k) if k.isdigit() else k: v for k, v in result["statuses"].items()})
+
+
+def _clients_main(clients: int, urls: list[str]) -> None:
+    """The client process of _while_clients: fetches until its stdin closes, then prints its times and statuses."""
     times, statuses, stop = [], Counter(), threading.Event()
 
     def client(i: int) -> None:
@@ -126,16 +148,12 @@ def _while_clients(urls: list[str], clients: int, probes: list[str], samples: in
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     for thread in threads:
         thread.start()
-    time.sleep(1.0)
-    loaded = []
-    for _ in range(samples):
-        for probe in probes:
-            loaded.append(fetch(probe))
-        time.sleep(0.1)
+    print("started", flush=True)
+    sys.stdin.read()
     stop.set()
     for thread in threads:
         thread.join()
-    return loaded, times, statuses
+    print(json.dumps({"times": times, "statuses": statuses}))
 
 
 def measure(instance: str, nodes: int, light_samples: int = 20) -> dict:
@@ -176,6 +194,9 @@ def measure_diffs(instance: str, nodes: int, light_samples: int = 15) -> dict:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--clients"]:
+        _clients_main(int(sys.argv[2]), sys.argv[3:])
+        return
     args = [a for a in sys.argv[1:] if a != "--diff"]
     nodes = int(args[0]) if args else 200_000
     with tempfile.TemporaryDirectory(prefix="pt2scope-bench-heavy-") as instance:
