@@ -74,15 +74,17 @@ class StallWatch:
 
     def watch(self) -> None:
         """Watch from now on (the thread starts once; a job at its process limit cannot start it, and then only
-        the job's wall clock holds)."""
+        the job's wall clock holds until a later stage's call starts it)."""
         self.mark()
         self.watching = True
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="pt2scope-stall-watch", daemon=True)
+            thread = threading.Thread(target=self._run, name="pt2scope-stall-watch", daemon=True)
             try:
-                self._thread.start()
+                thread.start()
             except RuntimeError:
                 self.watching = False
+                return
+            self._thread = thread
 
     def pause(self) -> None:
         self.watching = False

@@ -107,3 +107,23 @@ def test_a_warm_process_stops_at_its_own_budget_not_its_share_of_the_job(tmp_pat
     assert time.monotonic() - started < 30
     assert results["warmup"]["status"] == "failed"
     assert results["warmup"]["reason"].startswith("did not finish within 3 s: the stall limit plus the time")
+
+
+def test_a_watch_whose_thread_could_not_start_starts_it_at_the_next_stage(tmp_path, monkeypatch):
+    """A job at its process limit cannot start the watch's thread: that stage goes unwatched (the job's wall clock
+    holds), and the next stage's watch() starts it."""
+    watch = StallWatch(60.0, str(tmp_path / "stack.txt"), "model.py")
+    real_start = threading.Thread.start
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    watch.watch()
+    assert not watch.watching
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    try:
+        watch.watch()
+        assert watch.watching and watch._thread is not None and watch._thread.is_alive()
+    finally:
+        watch.pause()  # its thread lives on in this process: it must never judge pytest's own stack

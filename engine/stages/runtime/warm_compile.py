@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+from contract.limits import DEFAULT_LIMITS
 from contract.vocab import CONFIGS, MEASURING_PROCESSES
 from engine.measure.process_figures import merge_processes
 from engine.stages.base import Stage
@@ -136,7 +137,7 @@ class WarmCompileStage(Stage):
             job.end(self.name, t0, config=target.name)
             return
         with job.state.ctx.guard("runtime.warm_compile"):
-            time_left = job.request.get("time_limit_s", 900) - (time.monotonic() - job.started) - 10
+            time_left = job.request.get("time_limit_s", DEFAULT_LIMITS.time_limit_s) - (time.monotonic() - job.started) - 10
             processes = job.request.get("measuring_processes", MEASURING_PROCESSES[0])
             forks = getattr(job.state, "warm_forks", None)
             results = warm_compiles(
