@@ -137,7 +137,9 @@ class WarmCompileStage(Stage):
             job.end(self.name, t0, config=target.name)
             return
         with job.state.ctx.guard("runtime.warm_compile"):
-            time_left = job.request.get("time_limit_s", DEFAULT_LIMITS.time_limit_s) - (time.monotonic() - job.started) - 10
+            time_left = (
+                job.request.get("time_limit_s", DEFAULT_LIMITS.time_limit_s) - (time.monotonic() - job.started) - 10
+            )
             processes = job.request.get("measuring_processes", MEASURING_PROCESSES[0])
             forks = getattr(job.state, "warm_forks", None)
             results = warm_compiles(
