@@ -532,12 +532,15 @@ def store_report(
     report: dict,
     limit_bytes: int = REPORT_LIMIT_BYTES,
     finish_timeline: FinishTimeline | None = None,
+    *,
+    job_runs_on: bool = False,
 ) -> None:
     """Validate the engine's report (contract.report), store it section by section (with each section's outline,
     each graph as the viewer reads it and each line's provenance, so pages never build them) and finish the run as
     succeeded or failed. A report that does not validate is not stored: the run fails naming the field it got
     wrong; nor is one larger than ``limit_bytes`` as stored: the run fails with kind "report_limit".
-    ``finish_timeline``: see _write_report."""
+    ``finish_timeline``: see _write_report. ``job_runs_on``: the report is the one handed over before the warm
+    compile (store_early_report), so the run gets no engine seconds yet, in the same commit as its status."""
     run = session.get_one(Run, run_id)
     try:
         report = checked_report(report)
@@ -568,7 +571,7 @@ def store_report(
         return
     run.environment = storable_json(report.get("environment") or {})
     run.summary = storable_json(summarize(report))
-    run.engine_seconds = _number((report.get("runtime") or {}).get("job_seconds"))
+    run.engine_seconds = None if job_runs_on else _number((report.get("runtime") or {}).get("job_seconds"))
     failure = report.get("failure")
     if report.get("status") == "ok" and not failure:
         run.status = SUCCEEDED
@@ -950,15 +953,12 @@ def store_early_report(
     finish_timeline: FinishTimeline | None = None,
 ) -> bool:
     """Store the report a job hands over before its warm compile (engine.sink's early) as the run's:
-    succeeded, readable, but with no engine seconds yet (the job runs on): that is what still_measuring reads.
+    succeeded, readable, but with no engine seconds yet (the job runs on): that is what still_measuring reads. One
+    commit: a reader between a commit of "succeeded" and one of "no engine seconds" saw a finished run with nothing
+    still measuring, and its page stopped polling before the warm compile's figures came.
     False when it was not stored as a success (refused as too large): the final report then decides."""
-    store_report(session, run_id, report, limit_bytes, finish_timeline)
-    run = session.get_one(Run, run_id)
-    if run.status != SUCCEEDED:
-        return False
-    run.engine_seconds = None
-    session.commit()
-    return True
+    store_report(session, run_id, report, limit_bytes, finish_timeline, job_runs_on=True)
+    return session.get_one(Run, run_id).status == SUCCEEDED
 
 
 def error_of(run: Run) -> dict | None:

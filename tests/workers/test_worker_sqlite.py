@@ -214,7 +214,11 @@ def test_an_inductor_run_is_readable_before_its_warm_compile_which_fills_in_afte
         worker=worker,
     )
     assert status["status"] == "succeeded", (status, worker.output()[-6000:])
-    assert [(s["stage"], s["config"]) for s in status["still_measuring"]] == [("warm_compile", "inductor_default")]
+    assert [(s["stage"], s["config"]) for s in status["still_measuring"]] == [("warm_compile", "inductor_default")], (
+        status,
+        client.get(f"/api/runs/{run_id}/report").get_json()["runtime"]["compile_cache"],
+        worker.output()[-6000:],
+    )
     early = client.get(f"/api/runs/{run_id}/report").get_json()
     assert early["runtime"]["compile_cache"]["warm"]["status"] == "pending"
     assert [b["config"] for b in early["runtime"]["benchmarks"]] == ["eager", "inductor_default"]
