@@ -29,6 +29,21 @@ import sys
 import traceback
 import warnings
 
+# Every engine module main() imports (tests/engine/test_child_helpers.py reads main's imports and checks): the fork
+# server imports them before it forks, so that no warm process pays for one.
+MAIN_IMPORTS = (
+    "contract.vocab",
+    "engine.logtap",
+    "engine.usercode",
+    "engine.measure.caches",
+    "engine.measure.compile_metrics",
+    "engine.readers.inductor_log",
+    "engine.stages.inductor",
+    "engine.stages.runtime.compile_times",
+    "engine.stages.runtime.processes",
+    "engine.stages.runtime.workload",
+)
+
 
 class ForkServer:
     """A copy of the job's child, forked once torch, Inductor and the engine are imported and before anything else
@@ -44,18 +59,8 @@ class ForkServer:
                 import triton  # noqa: F401
             except ImportError:  # Inductor then says so in the warm process, as in the job
                 pass
-        for module in (
-            "engine.logtap",
-            "engine.usercode",
-            "engine.measure.caches",
-            "engine.measure.compile_metrics",
-            "engine.readers.inductor_log",
-            "engine.stages.inductor",
-            "engine.stages.runtime.compile_times",
-            "engine.stages.runtime.processes",
-            "engine.stages.runtime.workload",
-        ):
-            __import__(module)  # what main imports, imported once here rather than in every warm process
+        for module in MAIN_IMPORTS:
+            __import__(module)  # imported once here rather than in every warm process
         requests_r, self._requests = os.pipe()
         self._replies, replies_w = os.pipe()
         sys.stdout.flush()

@@ -2,11 +2,17 @@
 (engine.warm.ForkServer) and the end of Inductor's compile-worker pool once the report is written
 (engine.child._end_compile_workers). A real job's warm processes, forked, are checked in test_compile_numbers.py."""
 
+import ast
+import importlib
+import importlib.util
+import inspect
 import json
 import subprocess
 import sys
+import textwrap
 import time
 
+from engine import warm
 from engine.job import PROJECT_ROOT, JobRequest, _child_env
 from engine.jobgroup import alive
 
@@ -75,3 +81,16 @@ def test_the_child_asks_for_cuda_without_starting_its_driver(tmp_path):
     # the device check that proved it is in docs/benchmarks.md, "The CLI against the plain script".)
     env = _child_env(str(tmp_path), 3, JobRequest(code="", device="cuda"))
     assert env["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"
+
+
+def test_the_fork_server_imports_every_project_module_a_warm_process_imports():
+    """engine.warm.MAIN_IMPORTS is what the fork server imports before it forks: a module main() imports and the
+    list lacks is imported again in every warm process (a second or more each)."""
+    imported = set()
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(warm.main)))):
+        if isinstance(node, ast.ImportFrom) and node.module.split(".")[0] in ("engine", "contract"):
+            package = hasattr(importlib.import_module(node.module), "__path__")
+            for alias in node.names:  # `from engine import logtap` imports engine.logtap; `from a.b import f`, a.b
+                submodule = f"{node.module}.{alias.name}"
+                imported.add(submodule if package and importlib.util.find_spec(submodule) else node.module)
+    assert imported == set(warm.MAIN_IMPORTS)
