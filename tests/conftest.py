@@ -2,6 +2,9 @@
 
 import os
 import sys
+import time
+
+import pytest
 
 # The project's packages (engine, webapp, workers) and tests.support import from the repository root, however
 # pytest was started.
@@ -38,3 +41,38 @@ def marker_for(path: str, fixtures) -> str:
 def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(marker_for(str(item.path), getattr(item, "fixturenames", ())))
+
+
+# Where the suite waits rather than works: per test (set-up, call and tear-down together), the seconds the machine's
+# cores sat idle meanwhile (/proc/stat), the 15 largest printed after --durations. A slow test that keeps the cores
+# busy costs CPU work (compiles, imports); one that leaves them idle waits (limits run out, polls, heartbeats), and
+# only the latter could share the machine with another test.
+IDLE_REPORTED = 15
+_idle_seconds: dict[str, tuple[float, float]] = {}
+
+
+def _cpu_idle_jiffies() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    return fields[3] + fields[4], sum(fields[:8])  # (idle + iowait, all)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    started, (idle_before, all_before) = time.monotonic(), _cpu_idle_jiffies()
+    yield
+    idle_after, all_after = _cpu_idle_jiffies()
+    wall = time.monotonic() - started
+    idle_share = (idle_after - idle_before) / max(1, all_after - all_before)
+    _idle_seconds[item.nodeid] = (wall * idle_share, wall)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if len(_idle_seconds) < IDLE_REPORTED:
+        return
+    terminalreporter.write_sep("=", f"{IDLE_REPORTED} tests that left the machine idle longest (time x idle share)")
+    for nodeid, (idle, wall) in sorted(_idle_seconds.items(), key=lambda kv: -kv[1][0])[:IDLE_REPORTED]:
+        terminalreporter.write_line(f"{idle:7.1f}s idle of {wall:7.1f}s {nodeid}")
+    total_idle = sum(idle for idle, _ in _idle_seconds.values())
+    total_wall = sum(wall for _, wall in _idle_seconds.values())
+    terminalreporter.write_line(f"all tests: {total_idle:.0f} s idle of {total_wall:.0f} s")
