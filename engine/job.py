@@ -43,6 +43,7 @@ from engine.jobgroup import (
     FORK_HOLD_SHARE,
     FORK_RATE_PER_S,
     FORK_REFUSALS_S,
+    REFUSAL_GAP_S,
     JobGroup,
 )
 from engine.reportfile import failed_report
@@ -904,7 +905,8 @@ class _Pump:
         self.on_early_report = None  # called once when the warm compile starts: the report before it is written
         self.should_yield = None  # polled: when it returns true the job is stopped (killed_for "yielded")
         self.partial_pending = True
-        self.forks_refused, self.refused_since = 0, None  # the kernel's count; since when it grows every poll
+        # The kernel's count of refused forks; since when it keeps growing, and when it last grew.
+        self.forks_refused, self.refused_since, self.refused_last = 0, None, 0.0
         self.pids: set[int] = set()  # the job's processes at the last poll
         self.births, self.window_start, self.fast_since = 0, time.monotonic(), None  # processes started
         self.many_since = None  # since when the job holds FORK_HOLD_SHARE of its process limit
@@ -995,11 +997,13 @@ class _Pump:
                     return
 
     def _forks_keep_being_refused(self, now: float) -> bool:
-        """The kernel refused a fork at the process limit in every poll for FORK_REFUSALS_S (cgroup only)."""
+        """The kernel kept refusing forks at the process limit for FORK_REFUSALS_S, never pausing for REFUSAL_GAP_S
+        (cgroup only)."""
         refused = self.group.counter("pids_hit")
         if refused > self.forks_refused:
             self.refused_since = self.refused_since or now
-        else:
+            self.refused_last = now
+        elif now - self.refused_last > REFUSAL_GAP_S:
             self.refused_since = None
         self.forks_refused = refused
         if self.refused_since is None or now - self.refused_since < FORK_REFUSALS_S:

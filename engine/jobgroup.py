@@ -18,8 +18,11 @@ import signal
 import time
 
 CGROUP_ROOT = "/sys/fs/cgroup"
-# A fork bomb is ended when it is seen, not at the job's time limit. Seen three ways: the kernel has refused the job's
-# forks at its process limit in every poll for FORK_REFUSALS_S (copies that catch the error and fork again), or,
+# A fork bomb is ended when it is seen, not at the job's time limit. Seen three ways: the kernel has kept refusing the
+# job's forks at its process limit for FORK_REFUSALS_S, never pausing for REFUSAL_GAP_S (copies that catch the error
+# and fork again: each copies the job's address space before the kernel refuses it, so under the job's CPU limit
+# the refusals come in bursts, 0.25-1.25 s apart on the 2-core machine, and a check of every 0.25 s poll missed
+# the bomb until the time limit in one run of three), or,
 # for FORK_BOMB_S on end, the job has started more than FORK_RATE_PER_S processes a second while holding at least
 # FORK_BOMB_SHARE of its process limit in processes (copies that die when a fork fails, so that the count churns
 # below the limit: 60-130 a second and 200-470 of 512 processes measured on the 2-core machine with torch imported;
@@ -28,7 +31,8 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 # least FORK_HOLD_SHARE of its limit in processes, however slowly they came: a bomb starved of CPU by the job's low
 # weight (a busy web tier beside it) forks under 25 a second and its count plateaus below the limit (about 370 of
 # 512 in the embedded service at load 240: neither of the first two fired, and it ran to the time limit).
-FORK_REFUSALS_S = 2.0
+FORK_REFUSALS_S = 4.0
+REFUSAL_GAP_S = 2.0
 FORK_RATE_PER_S = 25
 FORK_BOMB_S = 4.0
 FORK_BOMB_SHARE = 0.25
