@@ -83,7 +83,8 @@ def main() -> None:
     for name in names:
         verdict, said, seconds = run(name)
         verdicts.append(verdict)
-        print(f"| {name} | {verdict} | {seconds:.1f} | {said} |", flush=True)
+        printable = "".join(c if c.isprintable() else repr(c)[1:-1] for c in said)  # a NUL would make the table binary
+        print(f"| {name} | {verdict} | {seconds:.1f} | {printable} |", flush=True)
     print(", ".join(f"{verdicts.count(v)} {v}" for v in ("held", "partial", "broken")))
 
 
