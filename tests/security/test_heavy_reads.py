@@ -34,4 +34,4 @@ def test_health_and_pages_stay_under_a_second_while_16_clients_diff_two_large_ru
     result = heavy_reads.measure_diffs(str(tmp_path), nodes=30_000, light_samples=10)
     assert result["statuses"].get(200, 0) > 0, result["statuses"]  # the diffs were answered, not only refused
     assert set(result["statuses"]) <= {200, 503}, result["statuses"]
-    assert_pages_stay_fast(result["loaded"])
+    assert max(result["loaded"]) < 1.0, result["loaded"]  # issue 21's bound, every sample: it never failed
