@@ -218,6 +218,13 @@ def test_an_endless_loop_past_the_eager_run_ends_at_the_stall_limit(tmp_path, na
     assert leftover_cgroups() == []
 
 
+def stolen_and_all_jiffies() -> tuple[int, int]:
+    """The machine's CPU time the hypervisor gave to others (steal) and all of it, since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:9]]
+    return fields[7], sum(fields)
+
+
 def test_a_jobs_spinning_processes_together_get_less_cpu_than_one_process_outside_it(tmp_path):
     """The job's cgroup has one CPU weight for all its processes (engine.jobgroup.CPU_WEIGHT_SHARE of one other
     process): while eight of them spin, each in a session of its own, a spinning thread of this process (as the web
@@ -236,13 +243,19 @@ def test_a_jobs_spinning_processes_together_get_less_cpu_than_one_process_outsid
         while not spinning() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert spinning(), "the hog's eight processes never ran"
-        wall, cpu = time.monotonic(), time.thread_time()
+        wall, cpu, stolen_before = time.monotonic(), time.thread_time(), stolen_and_all_jiffies()
         while time.monotonic() - wall < 3.0:
             pass
         share = (time.thread_time() - cpu) / (time.monotonic() - wall)
+        stolen, all_jiffies = (after - before for after, before in zip(stolen_and_all_jiffies(), stolen_before))
     finally:
         job.join()
-    assert share > 0.5, share
+    # Of the time this VM's cores ran at all: on a shared host the hypervisor ran other machines for a part of it
+    # (steal, /proc/stat), which no scheduler inside can give this thread (a suite run on 7 Dec: share 0.36, with
+    # 28% of the machine's busy time stolen since boot).
+    ran = 1 - stolen / max(1, all_jiffies)
+    assert ran > 0.6, f"undecided: the host took {1 - ran:.0%} of this machine's time while the thread spun"
+    assert share / ran > 0.5, (share, ran)  # without the job's weight: about 2 cores / 9 runnable, 0.22
     report, _ = finished[0]
     assert report["isolation"]["enforced_by"]["cpu_cores"].startswith("cgroup"), report["isolation"]
 
