@@ -931,10 +931,10 @@ def _stored_report_pieces(session: Session, run: Run) -> list[bytes]:
         .where(ReportSection.run_id == run.id)
         .order_by(ReportSection.position)
     )
-    pieces = [b"{"]
+    pieces = []
     for name, body in rows:
-        pieces += [b"," if len(pieces) > 1 else b"", json.dumps(name).encode() + b":", body]
-    return [*pieces, b"}"]
+        pieces += [b"," if pieces else b"{", json.dumps(name).encode() + b":", body]
+    return [*(pieces or [b"{"]), b"}"]
 
 
 def compile_trace_text(session: Session, run: Run) -> str:
