@@ -931,7 +931,7 @@ def _stored_report_pieces(session: Session, run: Run) -> list[bytes]:
         .where(ReportSection.run_id == run.id)
         .order_by(ReportSection.position)
     )
-    pieces = []
+    pieces: list[bytes] = []
     for name, body in rows:
         pieces += [b"," if pieces else b"{", json.dumps(name).encode() + b":", body]
     return [*(pieces or [b"{"]), b"}"]
