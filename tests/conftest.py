@@ -10,6 +10,8 @@ import pytest
 # pytest was started.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tests.cpustat import cpu_jiffies  # noqa: E402
+
 # Markers by need (declared in pyproject.toml), applied here by folder, file and fixture so that no test spells its
 # own: `make test-fast` deselects what needs more than the virtual environment. The most specific entry wins.
 MARKERS = {
@@ -52,9 +54,8 @@ _idle_seconds: dict[str, tuple[float, float]] = {}
 
 
 def _cpu_idle_jiffies() -> tuple[int, int]:
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:]]
-    return fields[3] + fields[4], sum(fields[:8])  # (idle + iowait, all)
+    spent = cpu_jiffies()
+    return spent["idle"] + spent["iowait"], sum(spent.values())
 
 
 @pytest.hookimpl(hookwrapper=True)

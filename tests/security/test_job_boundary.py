@@ -13,6 +13,7 @@ from engine import events, jobgroup, sandbox
 from engine import job as job_module
 from engine.job import JobRequest, run_job
 from engine.sandbox import Isolation
+from tests.cpustat import cpu_jiffies
 from tests.support import Collected
 
 ATTACKS = os.path.join(os.path.dirname(__file__), "attacks")
@@ -219,10 +220,9 @@ def test_an_endless_loop_past_the_eager_run_ends_at_the_stall_limit(tmp_path, na
 
 
 def stolen_and_all_jiffies() -> tuple[int, int]:
-    """The machine's CPU time the hypervisor gave to others (steal) and all of it, since boot (/proc/stat)."""
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:9]]
-    return fields[7], sum(fields)
+    """The machine's CPU time the hypervisor gave to others (steal) and all of it, since boot."""
+    spent = cpu_jiffies()
+    return spent["steal"], sum(spent.values())
 
 
 def test_a_jobs_spinning_processes_together_get_less_cpu_than_one_process_outside_it(tmp_path):
