@@ -776,7 +776,11 @@ class MachineLoad(Model):
     busy: bool | None = None
     """the 1-minute load exceeded the number of cores at either end"""
     other_cpu_cores: float | None = None
-    """cores other processes used on average during the rounds kept (null where `/proc/stat` cannot be read)"""
+    """cores other processes used on average during the rounds kept, of the time this machine's cores ran (the
+    host's steal left out; null where `/proc/stat` cannot be read)"""
+    stolen_share: float | None = None
+    """the part of the time this machine's cores wanted to run that the host gave to other machines (steal, from
+    `/proc/stat`), on average during the rounds kept; null where it cannot be read or the report is older"""
     step_threads: int | None = None
     """the cores one step wants: torch's intra-op threads on the CPU, 1 on a GPU"""
     dropped_rounds: int = 0

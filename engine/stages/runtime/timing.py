@@ -140,11 +140,13 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
     if kept_contended:  # nothing quiet to keep: the contended rounds are the figures, and say so
         for rung in rungs:
             rung.rounds_ms = set_aside[rung.name]
-    shares = quiet or busy
+    readings = quiet or busy
+    measured = bool(readings) and None not in readings
     rt["load"] = load_summary(
         before,
         machine_load(),
-        other_cores=statistics.mean(shares) if shares and None not in shares else None,
+        other_cores=statistics.mean(r.other_cores for r in readings) if measured else None,
+        stolen_share=statistics.mean(r.stolen_share for r in readings) if measured else None,
         threads=threads,
         dropped=0 if kept_contended else dropped,
         kept_contended=kept_contended,
@@ -153,7 +155,7 @@ def time_rounds(workload: Workload, rungs: list[Rung], rt: dict, ctx) -> None:
 
 
 def _timed_batches(workload: Workload, rungs: list[Rung], threads: int, cores: CoresSeen, ctx) -> tuple:
-    """The timed rounds, batch by batch: (the rungs still alive, what other processes took in each quiet batch and
+    """The timed rounds, batch by batch: (the rungs still alive, what the CpuWindow read in each quiet batch and
     in each contended one, the contended batches' rounds per rung). Each rung's ``rounds_ms`` keeps the quiet
     rounds."""
     # A contended batch's rounds are dropped and timed again (within the budget): a burst of another process's
@@ -163,7 +165,7 @@ def _timed_batches(workload: Workload, rungs: list[Rung], threads: int, cores: C
     # quiet batch comes, and every eager-only seed job spent its 8 s budget (112 rounds) looking for one.
     alive = list(rungs)
     batch, started = MIN_ROUNDS, time.perf_counter()
-    quiet, busy = [], []  # what other processes took (cores) in each quiet and each contended batch
+    quiet, busy = [], []  # what the CpuWindow read in each quiet and each contended batch
     set_aside = {r.name: [] for r in rungs}  # the contended batches' rounds: the figures only if none was quiet
     while True:
         window, first = CpuWindow(), {r.name: len(r.rounds_ms) for r in rungs}
@@ -177,14 +179,14 @@ def _timed_batches(workload: Workload, rungs: list[Rung], threads: int, cores: C
                     rung.entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
                     ctx.error(f"benchmark:{rung.name}", exc)
                     alive.remove(rung)
-        others = window.other_cores()
-        if contended(others, threads):
-            busy.append(others)
+        reading = window.read()
+        if contended(reading.other_cores if reading else None, threads):
+            busy.append(reading)
             for rung in rungs:
                 set_aside[rung.name] += rung.rounds_ms[first[rung.name] :]
                 del rung.rounds_ms[first[rung.name] :]
         else:
-            quiet.append(others)
+            quiet.append(reading)
         done = max((len(r.rounds_ms) for r in alive), default=0)  # the quiet rounds kept
         batch = EXTRA_ROUNDS if quiet else MIN_ROUNDS
         eager = next((r for r in alive if r.name == "eager"), None)
