@@ -13,7 +13,7 @@ from engine import events, jobgroup, sandbox
 from engine import job as job_module
 from engine.job import JobRequest, run_job
 from engine.sandbox import Isolation
-from tests.cpustat import cpu_jiffies
+from tests.cpustat import process_cpu_seconds
 from tests.support import Collected
 
 ATTACKS = os.path.join(os.path.dirname(__file__), "attacks")
@@ -219,43 +219,48 @@ def test_an_endless_loop_past_the_eager_run_ends_at_the_stall_limit(tmp_path, na
     assert leftover_cgroups() == []
 
 
-def stolen_and_all_jiffies() -> tuple[int, int]:
-    """The machine's CPU time the hypervisor gave to others (steal) and all of it, since boot."""
-    spent = cpu_jiffies()
-    return spent["steal"], sum(spent.values())
-
-
 def test_a_jobs_spinning_processes_together_get_less_cpu_than_one_process_outside_it(tmp_path):
     """The job's cgroup has one CPU weight for all its processes (engine.jobgroup.CPU_WEIGHT_SHARE of one other
     process): while eight of them spin, each in a session of its own, a spinning thread of this process (as the web
-    server would be) still gets most of a core. Without the cpu controller it would get about 2 cores / 9 runnable
-    (the kernel's autogroup weighs each session as one; sessions are the user's to make)."""
+    server would be) gets about as much CPU as the eight together. Without the cpu controller it would get one ninth
+    of the two cores, an eighth of what they get (the kernel's autogroup weighs each session as one; sessions are
+    the user's to make).
+
+    Measured as CPU time of the thread against the job's processes over the same seconds, not as the thread's share
+    of the wall clock: on a shared host the hypervisor runs other machines on these cores (steal), which takes from
+    both alike, and a CI host that stole 28-50% of the time failed the wall-clock form (7 Dec: share 0.36)."""
     finished = []
     job = threading.Thread(target=lambda: finished.append(run_attack(tmp_path, "cpu_hog", memory_limit_mb=8192)))
     job.start()
     try:
 
-        def spinning() -> bool:
+        def spinning() -> list[int]:
             procs = [os.path.join(d, "cgroup.procs") for d in leftover_cgroups() if "/pids/" in d]
-            return any(len(open(p).read().split()) >= 8 for p in procs if os.path.exists(p))
+            pids = [int(pid) for p in procs if os.path.exists(p) for pid in open(p).read().split()]
+            return pids if len(pids) >= 8 else []
 
         deadline = time.monotonic() + 60
         while not spinning() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert spinning(), "the hog's eight processes never ran"
-        wall, cpu, stolen_before = time.monotonic(), time.thread_time(), stolen_and_all_jiffies()
+        hog = spinning()
+        assert hog, "the hog's eight processes never ran"
+        wall, mine, theirs = time.monotonic(), time.thread_time(), [process_cpu_seconds(pid) for pid in hog]
         while time.monotonic() - wall < 3.0:
             pass
-        share = (time.thread_time() - cpu) / (time.monotonic() - wall)
-        stolen, all_jiffies = (after - before for after, before in zip(stolen_and_all_jiffies(), stolen_before))
+        mine = time.thread_time() - mine
+        theirs = sum(
+            after - before
+            for after, before in zip(map(process_cpu_seconds, hog), theirs)
+            if after is not None and before is not None  # ran through the window (the hog spins for 12 s)
+        )
     finally:
         job.join()
-    # Of the time this VM's cores ran at all: on a shared host the hypervisor ran other machines for a part of it
-    # (steal, /proc/stat), which no scheduler inside can give this thread (a suite run on 7 Dec: share 0.36, with
-    # 28% of the machine's busy time stolen since boot).
-    ran = 1 - stolen / max(1, all_jiffies)
-    assert ran > 0.6, f"undecided: the host took {1 - ran:.0%} of this machine's time while the thread spun"
-    assert share / ran > 0.5, (share, ran)  # without the job's weight: about 2 cores / 9 runnable, 0.22
+    # With the weight: the thread weighs twice the job, so on its core it gets 2/3 to 4/5 of the time as the job's
+    # processes spread over both cores (the rest of that core and all of the other go to the job), a ratio of
+    # 0.5-1.0; without it about 0.22 cores against 1.78, 0.125. The bound lies between, over 2x from each.
+    seen = f"this thread {mine:.2f} s, the job's processes {theirs:.2f} s"
+    print(seen)  # shown with -rP: the figure on a run that passes
+    assert theirs > 0.5 and mine / theirs > 0.3, seen
     report, _ = finished[0]
     assert report["isolation"]["enforced_by"]["cpu_cores"].startswith("cgroup"), report["isolation"]
 
