@@ -3,7 +3,8 @@
     compare(a, b) -> {summary, compile_seconds, benchmarks, graphs, kernels, guards}
 
 - summary: counts (graphs, graph breaks, recompiles, AOT graphs, kernels) and the compile total, with deltas;
-- compile_seconds: per stage; benchmarks: per config, median, speedup and max error in each run;
+- compile_seconds: per stage; benchmarks: per config, median, speedup and max error in each run, and its memory
+  (debug.memory: the peak per step, eager's peak over it, the bytes saved for backward);
 - graphs: each stage's graphs paired (by compile id and kind, else by order), with nodes added, removed and
   changed. Nodes are matched by the graph's structure: the op and target of each node, in the graph's order, not
   by name (FX names shift whenever an earlier node is added) nor by source line (two torch versions' logs, or two
@@ -294,9 +295,11 @@ def _guards(report: dict) -> list[dict]:
 def diff_benchmarks(a: dict, b: dict) -> list[dict]:
     a_rows = {r.get("config"): r for r in (a.get("runtime") or {}).get("benchmarks") or []}
     b_rows = {r.get("config"): r for r in (b.get("runtime") or {}).get("benchmarks") or []}
+    a_memory, b_memory = _memory_by_config(a), _memory_by_config(b)
     out = []
     for config in list(dict.fromkeys([*a_rows, *b_rows])):
         ra, rb = a_rows.get(config) or {}, b_rows.get(config) or {}
+        ma, mb = a_memory.get(config) or {}, b_memory.get(config) or {}
         out.append(
             {
                 "config": config,
@@ -305,10 +308,25 @@ def diff_benchmarks(a: dict, b: dict) -> list[dict]:
                     for side, row in (("a", ra), ("b", rb))
                     for field in ("median_ms", "speedup_vs_eager", "speedup", "max_abs_error", "status")
                 },
+                **{
+                    f"{side}_{field}": memory.get(field)
+                    for side, memory in (("a", ma), ("b", mb))
+                    for field in ("peak_bytes", "compression_ratio")
+                },
+                **{f"{side}_saved_bytes": _saved_bytes(memory) for side, memory in (("a", ma), ("b", mb))},
                 "median_ms_delta": _delta(ra.get("median_ms"), rb.get("median_ms")),
+                "peak_bytes_delta": _delta(ma.get("peak_bytes"), mb.get("peak_bytes")),
             }
         )
     return out
+
+
+def _memory_by_config(report: dict) -> dict:
+    return {m.get("config"): m for m in (report.get("debug") or {}).get("memory") or []}
+
+
+def _saved_bytes(memory: dict) -> int | None:
+    return (memory.get("saved_for_backward") or {}).get("bytes")
 
 
 def compare(a: dict, b: dict, guard_counts: tuple[dict, dict] | None = None) -> dict:

@@ -1465,7 +1465,8 @@ class RungMemory(Model):
     saved_ratio: float | None = None
     """eager's bytes saved for backward / this rung's (training)"""
     error: str | None = None
-    """why the rung's memory was not measured"""
+    """why the rung's memory was not measured, or not all of it (a rung that failed; what the step raised; a
+    CUDA-graph rung's peak on the GPU, which a replay in the graph's recorded memory pool does not show)"""
 
 
 class Debug(Model):

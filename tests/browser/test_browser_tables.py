@@ -19,7 +19,7 @@ TABLE_REPORTS = (
     "seed_large_contended_cpu",
     "seed_large_gpu",
     "seed_gpu",
-    "mlp_train",
+    "activation_chain",  # a training run with memory per rung (mlp_train.json predates it)
     "import_mlp_train_bf16_torch2_11",
     "import_mlp_train_torch2_13",
     "tiny_gpt",

@@ -134,3 +134,35 @@ def memory_rows(debug: Debug | None) -> list[dict]:
 def memory_method(memory: list[RungMemory]) -> str | None:
     """Which figure the peaks are (the first rung's method: one job measures every rung the same way)."""
     return next((m.method for m in memory if m.method), None)
+
+
+def memory_chart(debug: Debug | None) -> dict | None:
+    """Peak per step and bytes saved for backward per rung, in MB, side by side (the saved bars in training only):
+    where a compiled rung needs less memory than eager, its bars are shorter."""
+    rows = [m for m in debug.memory if m.peak_bytes is not None] if debug is not None else []
+    if not rows:
+        return None
+    configs = [m.config for m in rows]
+    data = [
+        {
+            "type": "bar",
+            "name": "peak per step",
+            "x": configs,
+            "y": [m.peak_bytes / 1e6 for m in rows],
+            "text": [f"{times(m.compression_ratio)} less" if m.compression_ratio else "" for m in rows],
+            "marker": {"color": "#b8460b"},
+            "hovertemplate": "%{x}: peak %{y:.3f} MB per step<extra></extra>",
+        }
+    ]
+    if any(m.saved_for_backward is not None for m in rows):
+        data.append(
+            {
+                "type": "bar",
+                "name": "saved for backward",
+                "x": configs,
+                "y": [m.saved_for_backward.bytes / 1e6 if m.saved_for_backward else None for m in rows],
+                "marker": {"color": "#1f5f8b"},
+                "hovertemplate": "%{x}: %{y:.3f} MB saved for backward<extra></extra>",
+            }
+        )
+    return {"data": data, "layout": {"barmode": "group", "yaxis": {"title": {"text": "MB"}}}}

@@ -19,7 +19,7 @@ from webapp.tabs import dynamo as dynamo_tab
 from webapp.tabs.runtime import outcome
 
 bp = Blueprint("diff", __name__)
-SECTIONS = ["summary", "request", "dynamo", "aot", "inductor", "runtime", "environment"]
+SECTIONS = ["summary", "request", "dynamo", "aot", "inductor", "runtime", "debug", "environment"]
 # A diff reads and compares both reports whole in the web process (100,000 graph nodes each: 2.3 s, 600 MB), so it
 # is bounded three ways: two runs whose compared sections take more than DIFF_LIMIT_BYTES together, as stored, are
 # refused before any is read; one diff at a time is computed per web process (DIFF_SLOT; a request that finds it

@@ -17,6 +17,7 @@ from engine.stages.runtime.accuracy import (
     rung_verdict,
 )
 from engine.stages.runtime.cudagraphs import CudagraphWatch
+from engine.stages.runtime.memory import against_eager, measure_rung
 from engine.stages.runtime.profiling import gpu_busy_ms, kernel_profile, memory_bandwidth
 from engine.stages.runtime.rung import Rung
 from engine.stages.runtime.timing import latency, time_rounds, warm_up
@@ -77,6 +78,7 @@ class LadderStage(Stage):
         t0 = job.begin("benchmark")  # the timed rounds of every config together (a stage without a config)
         time_rounds(workload, rungs, rt, state.ctx)
         self._figures(state, rungs, rt)
+        job.report["debug"]["memory"] = self._memory(state, rungs, [n for n in configs if n in entries])
         for name, entry in entries.items():  # the recorded config has a watch even when it is not benchmarked
             entry["cudagraphs"] = state.watches[name].status(state.ctx.device, name)
         job.end("benchmark", t0)
@@ -153,6 +155,25 @@ class LadderStage(Stage):
                 )
                 entry["speedup"]["source"] = "capture_process"  # until the measuring processes' (processes.py)
                 entry["speedup_vs_eager"] = entry["speedup"]["value"]
+
+    def _memory(self, state, rungs: list, configs: list[str]) -> list[dict]:
+        """debug.memory: one step of each rung that ran (after every timed round, so that none is timed beside
+        the profiler), in the order asked for."""
+        by_name = {r.name: r for r in rungs}
+        memory = []
+        for name in configs:
+            figures = {"config": name, "peak_bytes": None, "method": None, "saved_for_backward": None, "error": None}
+            rung = by_name.get(name)
+            if rung is None:
+                figures["error"] = "the rung failed before it could run a step"
+            else:
+                try:  # the user's model (a later call may raise) and the profiler's records (private API)
+                    figures.update(measure_rung(state.workload, rung))
+                except Exception as exc:  # noqa: BLE001 - a rung's memory is a figure, never the job's end
+                    figures["error"] = f"{type(exc).__name__}: {exc}"[:500]
+            memory.append(figures)
+        against_eager(memory)
+        return memory
 
     def _profile_recorded_rung(self, job, rungs: list) -> None:
         """The recorded Inductor rung's kernels in the profiler (runtime.kernel_profile)."""
