@@ -148,8 +148,9 @@ def memory_chart(debug: Debug | None) -> dict | None:
             "type": "bar",
             "name": "peak per step",
             "x": configs,
-            "y": [m.peak_bytes / 1e6 for m in rows],
-            "text": [f"{times(m.compression_ratio)} less" if m.compression_ratio else "" for m in rows],
+            "y": [(m.peak_bytes or 0) / 1e6 for m in rows],  # rows have a peak
+            # eager's peak over the rung's, on each compiled rung's bar
+            "text": [times(m.compression_ratio) if m.compression_ratio and m.config != "eager" else "" for m in rows],
             "marker": {"color": "#b8460b"},
             "hovertemplate": "%{x}: peak %{y:.3f} MB per step<extra></extra>",
         }
