@@ -237,6 +237,60 @@ class DynamicDim(Model):
     """in words, e.g. "Dimension 0 of x became dynamic (symbol s77, 6 in this call): ..." """
 
 
+class SymbolGuard(Model):
+    """A guard the shape environment added while tracing, whose expression names the symbol."""
+
+    expr: str
+    """as torch prints it, e.g. `"s77 > 2"`"""
+    file: str | None = None
+    line: int | None = None
+    """the user's line that made Dynamo add it (null when torch gave no user stack)"""
+    code: str | None = None
+
+
+class ShapeSpecialization(Model):
+    """The symbol fixed to a constant (symbolic_shape_specialization): the graph holds only for that value."""
+
+    value: str | None
+    reason: str | None = None
+    """torch's words, e.g. `"Eq(s77, 8)"`"""
+    file: str | None = None
+    line: int | None = None
+    code: str | None = None
+
+
+class DynamicSymbol(Model):
+    """One symbol Dynamo's shape environment created for a dynamic size, stride or integer in one compile
+    (create_symbol): where it comes from, the range it was compiled for, the guards that test it and any
+    specialization, and its value in each call of the example inputs."""
+
+    compile_id: str | None
+    symbol: str
+    """torch's symbol, e.g. `"s77"`"""
+    source: str
+    """Dynamo's spelling of where it comes from, e.g. `"L['x'].size()[0]"`"""
+    subject: str
+    """`source` in words, e.g. `"Dimension 0 of x"`"""
+    value: str | None
+    """its value in the call that created it"""
+    range: str | None
+    """the value range it was created with, e.g. `"[2, int_oo]"` (the guards may narrow it)"""
+    created_in_call: int | None = None
+    """the index into `example_inputs` of the call whose compile created it (null in a loaded log)"""
+    file: str | None = None
+    line: int | None = None
+    """the user's line being traced when it was created (where the size was first used)"""
+    code: str | None = None
+    guards: list[SymbolGuard] = []
+    """at most 50, in the order added"""
+    specializations: list[ShapeSpecialization] = []
+    values_by_call: list[int | None] = []
+    """its value in each call of `example_inputs` (a dimension of an argument of the function the user compiled;
+    empty for other sources and in a loaded log)"""
+    reused_by_calls: list[int] = []
+    """later calls that ran this compile without compiling its frame again (up to the call that compiled it anew)"""
+
+
 class Recompile(Model):
     """One recompile, by the compile id it created."""
 
@@ -305,6 +359,8 @@ class Dynamo(Model):
     graph_breaks: list[GraphBreak] = []
     guards: list[Guards] = []
     recompiles: list[Recompile] = []
+    symbols: list[DynamicSymbol] = []
+    """the symbols of dynamic sizes, strides and integers, per compile (the Dynamo tab's "Dynamic shapes")"""
     bytecode: list[Bytecode] = []
     summary: DynamoSummary = Field(default_factory=DynamoSummary)
     not_in_log: list[str] = []

@@ -23,7 +23,7 @@ from contract.compile_id import CompileId
 from contract.counts import summarize
 from engine.importjob import REPORTS_INDEX, import_request
 from engine.measure.compile_metrics import compile_seconds, metrics_summary, timeline
-from engine.readers.dynamo_log import parse_graph_breaks, parse_recompiles
+from engine.readers.dynamo_log import parse_graph_breaks, parse_recompiles, parse_symbols
 from engine.readers.fxtext import is_library_file, parse_graph_code
 from engine.readers.inductor_log import estimate_kernel_bytes, group_output_code, library_calls, parse_kernels
 from engine.readers.nodes import op_histogram
@@ -423,6 +423,13 @@ def _dynamo_section(log: RankLog, dynamo: dict, user_base: str, user_file: str |
         ]
     dynamo["recompiles"] = parse_recompiles(
         log.events("artifact:recompile_reasons"), [], log.events("create_symbol"), user_file
+    )
+    dynamo["symbols"] = parse_symbols(
+        log.events("create_symbol"),
+        log.events("guard_added_fast"),
+        log.events("symbolic_shape_specialization"),
+        log.events("str"),
+        user_base,
     )
     dynamo["bytecode"] = _bytecode(log)
     dynamo["summary"] = {

@@ -230,18 +230,103 @@ def _dynamic_dim(event: dict) -> dict:
     meta = event["metadata"]
     source, symbol, value = meta.get("source") or "?", meta.get("symbol"), meta.get("val")
     value = None if value is None else str(value)
-    dim = _DIM_SOURCE.match(source)
-    if dim:
-        what = "Dimension" if dim["what"] == "size" else "The stride of dimension"
-        subject = f"{what} {dim['dim']} of {_source_name(dim['base'])}"
-    else:
-        subject = f"The value of {_source_name(source)}"
+    subject = source_subject(source)
     text = (
         f"{subject} became dynamic (symbol {symbol}, {value} in this call): it changed since the previous "
         "compile, so Dynamo compiled this graph for any value (automatic dynamic shapes) and later calls that "
         "differ only there reuse it"
     )
     return {"symbol": symbol, "source": source, "value": value, "text": text}
+
+
+def source_subject(source: str) -> str:
+    """A symbol's source in words: "L['x'].size()[0]" -> "Dimension 0 of x"."""
+    dim = _DIM_SOURCE.match(source)
+    if dim:
+        what = "Dimension" if dim["what"] == "size" else "The stride of dimension"
+        return f"{what} {dim['dim']} of {_source_name(dim['base'])}"
+    return f"The value of {_source_name(source)}"
+
+
+# At most this many guards are listed per symbol (a loop over a dynamic size can add one per iteration).
+GUARDS_PER_SYMBOL = 50
+
+
+def parse_symbols(
+    create_events: list[dict],
+    guard_events: list[dict],
+    specialization_events: list[dict],
+    string_events: list[dict],
+    user_file: str,
+) -> list[dict]:
+    """The symbols Dynamo's shape environment created for dynamic sizes, strides and integers, one per
+    (compile, symbol): [{compile_id, symbol, source, subject, value, range, created_in_call, file, line, code,
+    guards: [{expr, file, line, code}], specializations: [{value, reason, file, line, code}], values_by_call: [],
+    reused_by_calls: []}]. ``guards`` are the
+    guards added in the same compile whose expression names the symbol (guard_added_fast), ``specializations``
+    the times the symbol was fixed to a constant (symbolic_shape_specialization), each at the user's line;
+    ``string_events`` are the trace's interned file names ("str": [name, index])."""
+    files = {
+        e["metadata"][1]: e["metadata"][0]
+        for e in string_events
+        if isinstance(e["metadata"], (list, tuple)) and len(e["metadata"]) == 2  # a tuple live, a list loaded
+    }
+
+    def where(meta: dict) -> dict:
+        frames = [
+            {"file": files.get(f.get("filename"), f.get("filename")), "line": f.get("line"), "code": f.get("loc")}
+            for f in (meta.get("user_stack") or [])
+            if isinstance(f, dict)
+        ]
+        in_user = [f for f in frames if isinstance(f["file"], str) and is_user_file(f["file"], user_file)]
+        frame = (in_user or frames or [{}])[-1]
+        file = frame.get("file")  # an index whose name the log did not intern: unknown
+        return {"file": file if isinstance(file, str) else None, "line": frame.get("line"), "code": frame.get("code")}
+
+    symbols: list[dict] = []
+    by_key: dict[tuple, dict] = {}
+    for e in create_events:
+        meta = e["metadata"] if isinstance(e["metadata"], dict) else {}
+        key = (compile_key(e["compile_id"]), meta.get("symbol"))
+        if not meta.get("symbol") or key in by_key:
+            continue
+        source = meta.get("source") or "?"
+        symbol = {
+            "compile_id": e["compile_id"],
+            "symbol": meta["symbol"],
+            "source": source,
+            "subject": source_subject(source),
+            "value": None if meta.get("val") is None else str(meta["val"]),
+            "range": meta.get("vr"),
+            "created_in_call": e.get("call_index"),
+            **where(meta),
+            "guards": [],
+            "specializations": [],
+            "values_by_call": [],  # the live engine's, from the calls' inputs (engine/stages/dynamo.py)
+            "reused_by_calls": [],
+        }
+        by_key[key] = symbol
+        symbols.append(symbol)
+    for e in guard_events:
+        meta = e["metadata"] if isinstance(e["metadata"], dict) else {}
+        expr = str(meta.get("expr") or "")
+        for symbol in _symbols_of(by_key, e["compile_id"]):
+            named = re.search(rf"\b{re.escape(symbol['symbol'])}\b", expr)
+            listed = any(g["expr"] == expr for g in symbol["guards"])
+            if named and not listed and len(symbol["guards"]) < GUARDS_PER_SYMBOL:
+                symbol["guards"].append({"expr": expr, **where(meta)})
+    for e in specialization_events:
+        meta = e["metadata"] if isinstance(e["metadata"], dict) else {}
+        for symbol in _symbols_of(by_key, e["compile_id"]):
+            if meta.get("symbol") == symbol["symbol"] or symbol["source"] in (meta.get("sources") or []):
+                value = None if meta.get("value") is None else str(meta["value"])
+                symbol["specializations"].append({"value": value, "reason": meta.get("reason"), **where(meta)})
+    return symbols
+
+
+def _symbols_of(by_key: dict, compile_id: str | None) -> list[dict]:
+    key = compile_key(compile_id)
+    return [symbol for (k, _), symbol in by_key.items() if k == key]
 
 
 def _source_name(source: str) -> str:

@@ -99,7 +99,7 @@ def _first_call(job, capture_backend, dynamo: DynamoCollector) -> tuple[float, f
     try:
         with watch:
             # Numbered calls: each recompile names the input set (example_inputs[i]) that triggered it.
-            numbered = dynamo.numbered_calls(compiled, inst.inputs)
+            numbered = dynamo.numbered_calls(compiled, inst.inputs, inst.model)
             capture_ms, outs, grads = workload.compared_step(numbered, inst, cudagraph_steps=cudagraph_steps)
     except Exception as exc:
         raise compile_failure(exc, ctx.user_file, job.stage if job.stage != "eager" else "dynamo") from None

@@ -1,5 +1,6 @@
 """The Dynamo tab: graph breaks beside the user's lines, each compiled frame's guards as a tree with the guards a
-later call failed, and the bytecode before and after Dynamo. Reads the report's Dynamo model."""
+later call failed, the symbols of dynamic shapes, and the bytecode before and after Dynamo. Reads the report's
+Dynamo model."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from collections import defaultdict
 
 from contract.compile_id import compile_key
-from contract.report import Dynamo, GraphBreak, Recompile
+from contract.report import DynamicSymbol, Dynamo, GraphBreak, Recompile
 from contract.userfile import is_user_file  # noqa: F401 - the template links the user's lines
 
 # Where compile ids first appear (the Dynamo tab, the graph titles), what one means, in a line and a tooltip.
@@ -201,3 +202,44 @@ def find_part(section: Dynamo, kind: str, key: str) -> dict | None:
         row = guards_by_compile_id(section)[int(key)]
         return {"row": row, "tree": guard_tree(row["text"], row["failed"])[0]}
     return None
+
+
+def symbol_rows(section: Dynamo) -> list[dict]:
+    """Per dynamic symbol: {symbol (the model), words (a sentence), calls: [{index, value, role}]}, where a call's
+    role is "compiled" (its compile created the symbol), "reused" (it ran that compile without compiling the frame
+    again) or "" (another compile ran it)."""
+    rows = []
+    for symbol in section.symbols:
+        calls = [
+            {
+                "index": i,
+                "value": value,
+                "role": "compiled" if i == symbol.created_in_call else "reused" if i in symbol.reused_by_calls else "",
+            }
+            for i, value in enumerate(symbol.values_by_call)
+        ]
+        rows.append({"symbol": symbol, "words": symbol_words(symbol), "calls": calls})
+    return rows
+
+
+def symbol_words(symbol: DynamicSymbol) -> str:
+    """One symbol in a sentence: where it comes from, what it was compiled for, what tests or fixes it, who reused
+    the graph."""
+    call = f" (call {symbol.created_in_call})" if symbol.created_in_call is not None else ""
+    words = (
+        f"{symbol.subject} is {symbol.symbol} in compile {symbol.compile_id}, {symbol.value}{call} when created, "
+        f"compiled for the range {symbol.range or 'unknown'}"
+    )
+    if symbol.guards:
+        shown = "; ".join(g.expr for g in symbol.guards[:3]) + ("; ..." if len(symbol.guards) > 3 else "")
+        plural = "guard tests" if len(symbol.guards) == 1 else "guards test"
+        words += f"; {len(symbol.guards)} {plural} it ({shown})"
+    for spec in symbol.specializations:
+        at = f" at line {spec.line}" if spec.line else ""
+        words += f"; specialized to {spec.value}{at} ({spec.reason}): this graph holds only for that value"
+    if symbol.reused_by_calls:
+        reused = ", ".join(str(i) for i in symbol.reused_by_calls)
+        words += (
+            f". Call{'s' if len(symbol.reused_by_calls) > 1 else ''} {reused} reused this graph without a recompile"
+        )
+    return words + "."

@@ -29,7 +29,7 @@ NOT_IN_OVERVIEW = [*STAGE_TABS, "source", "trace_import"]  # an import's facts h
 EXTRA_SECTIONS = {"inductor": ["runtime"], "runtime": ["timeline", "debug"]}
 # The fields each stage tab draws with a purpose-built view; any other field is shown by the generic renderer.
 DRAWN_FIELDS = {
-    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "bytecode", "summary", "not_in_log"},
+    "dynamo": {"graphs", "graph_breaks", "guards", "recompiles", "symbols", "bytecode", "summary", "not_in_log"},
     "aot": {"graphs", "partitions", "functionalization", "decompositions", "not_in_log"},
     "inductor": {
         "post_grad_graphs",
