@@ -281,6 +281,9 @@ def _runtime_lines(report: dict) -> list[str]:
         lines.append(f"machine: {rt['load']['text']}")
     if (rt.get("kernel_profile_summary") or {}).get("text"):
         lines.append(f"kernels: {rt['kernel_profile_summary']['text']}")
+    memory = memory_line((report.get("debug") or {}).get("memory") or [])
+    if memory:
+        lines.append(memory)
     for b in rt["benchmarks"]:
         cg = b.get("cudagraphs") or {}
         if cg.get("reason"):
@@ -294,3 +297,27 @@ def _runtime_lines(report: dict) -> list[str]:
     if report["unavailable"]:
         lines.append("unavailable: " + ", ".join(u["name"] for u in report["unavailable"]))
     return lines
+
+
+def memory_line(memory: list[dict]) -> str | None:
+    """debug.memory in one line: "memory (peak per step; saved for backward): eager 33.0 MB; 28.8 MB, ..."."""
+    parts = []
+    for m in memory:
+        if m["peak_bytes"] is None and not m["saved_for_backward"]:
+            continue
+        part = f"{m['config']} {_mb(m['peak_bytes'])}"
+        ratio = m["compression_ratio"]
+        if m["config"] != "eager" and ratio:
+            part += f" ({ratio:.3g}x less than eager)" if ratio >= 1 else f" ({1 / ratio:.3g}x more than eager)"
+        if m["saved_for_backward"]:
+            part += f", saved {_mb(m['saved_for_backward']['bytes'])}"
+        parts.append(part)
+    if not parts:
+        return None
+    training = any(m["saved_for_backward"] for m in memory)
+    return f"memory (peak per step{'; bytes saved for backward' if training else ''}): " + "; ".join(parts)
+
+
+def _mb(size: int | None) -> str:
+    return f"{size / 1e6:.3g} MB" if size is not None else "not measured"
+

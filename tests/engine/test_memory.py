@@ -7,6 +7,7 @@ import os
 import pytest
 
 from contract.report import validate_report
+from engine.cli import summary
 from engine.stages.runtime.memory import CPU_METHOD
 from tests.engine.conftest import run_code
 
@@ -34,6 +35,7 @@ def chains(tmp_path_factory):
         assert report["status"] == "ok", report.get("failure")
         validate_report(report)
         memory[links] = {m["config"]: m for m in report["debug"]["memory"]}
+        memory[links]["_summary"] = summary(report)
     return memory
 
 
@@ -52,6 +54,9 @@ def test_eager_saves_three_intermediates_per_link_of_the_chain(chains):
 def test_the_partitioner_saves_less_than_eager_and_the_step_peaks_lower(chains):
     for links, memory in chains.items():
         eager, compiled = memory["eager"], memory["aot_eager"]
+        # The terminal says it too (python -m engine explore), in MB as the pages do.
+        ratio = compiled["compression_ratio"]
+        assert f"aot_eager {compiled['peak_bytes'] / 1e6:.3g} MB ({ratio:.3g}x less than eager)" in memory["_summary"]
         assert eager["method"] == compiled["method"] == CPU_METHOD and eager["error"] is compiled["error"] is None
         # The eager step holds every saved intermediate at once before its backward frees them.
         assert eager["peak_bytes"] >= (1 + 3 * links) * ACTIVATION, eager
