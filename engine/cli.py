@@ -320,4 +320,3 @@ def memory_line(memory: list[dict]) -> str | None:
 
 def _mb(size: int | None) -> str:
     return f"{size / 1e6:.3g} MB" if size is not None else "not measured"
-
