@@ -17,6 +17,7 @@ from tests.cpustat import cpu_jiffies  # noqa: E402
 MARKERS = {
     "": "unit",  # tests/*.py: the import rules, the job limits
     "web": "unit",
+    "web/test_repro.py": "torch",  # runs the downloaded scripts
     "contract": "unit",
     "engine": "torch",
     "workers": "torch",

@@ -32,6 +32,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     )
     app.config["MAX_CONTENT_LENGTH"] = 4 * settings.max_code_bytes  # the code plus the form around it
 
+    from contract.repro import REPRO_GRAPHS
     from storage.queue import make_celery
     from webapp import context, errors, numbers, render, security
     from webapp.views import api, diff, export, pages, status, traces
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.teardown_appcontext(context.close_session)
     app.jinja_env.filters.update(numbers.FILTERS)  # {{ value|ms }}: numbers formatted for people, one way
     app.jinja_env.filters["breakable"] = render.breakable  # long identifiers wrap at _ and . only
+    app.jinja_env.globals["REPRO_GRAPHS"] = REPRO_GRAPHS  # the graph viewers that offer a repro.py
     security.init_app(app, settings)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)

@@ -115,15 +115,25 @@ def data_url(text: str, mimetype: str = "application/json") -> str:
     return f"data:{mimetype};base64,{base64.b64encode(text.encode()).decode()}"
 
 
-def inline_links(html: str, slug: str, graph_text, part_text=None, trace_text=None) -> str:
+def inline_links(html: str, slug: str, graph_text, part_text=None, trace_text=None, repro_text=None) -> str:
     """Links between the report's pages become links inside the one page; graph URLs, the parts a fold loads
-    when opened (a kernel's source, a frame's guards, the output code) and the compile trace's download become
-    data: URLs (``graph_text(graph_id)`` -> the stored payload text, ``part_text(tab, kind, key)`` -> the
-    fragment's HTML, ``trace_text()`` -> the trace's JSON; either may give None)."""
+    when opened (a kernel's source, a frame's guards, the output code), the compile trace's download and each
+    graph's repro.py become data: URLs (``graph_text(graph_id)`` -> the stored payload text, ``part_text(tab,
+    kind, key)`` -> the fragment's HTML, ``trace_text()`` -> the trace's JSON, ``repro_text(graph_id)`` -> (the
+    script, or None and why not); either may give None)."""
     prefix = f"/r/{slug}"
     trace_link = f'href="{prefix}/compile-trace.json"'
     if trace_text is not None and trace_link in html:
         html = html.replace(trace_link, f'href="{data_url(trace_text())}"')
+
+    def repro(match):
+        script, why_not = repro_text(match["id"])
+        if script is None:
+            return f'href="{data_url(f"No repro.py for this graph: {why_not}.", "text/plain")}"'
+        return f'href="{data_url(script, "text/x-python")}"'
+
+    if repro_text is not None:
+        html = re.sub(rf'href="{re.escape(prefix)}/graphs/(?P<id>[\w-]+)/repro\.py"', repro, html)
 
     def graph(match):
         text = graph_text(match["id"])

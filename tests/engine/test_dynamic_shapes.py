@@ -12,8 +12,6 @@ from contract.report import validate_report
 from tests.engine.conftest import run_code
 from tests.engine.test_trace_import import import_trace, recorded
 
-pytestmark = pytest.mark.torch
-
 DYNAMIC_SIZES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "models", "dynamic_sizes.py")
 
 SPECIALIZED = """import torch

@@ -11,8 +11,6 @@ from engine.cli import summary
 from engine.stages.runtime.memory import CPU_METHOD
 from tests.engine.conftest import run_code
 
-pytestmark = pytest.mark.torch
-
 CHAIN = os.path.join(os.path.dirname(__file__), "..", "fixtures", "models", "activation_chain.py")
 BATCH, D, HIDDEN = 512, 256, 1024  # activation_chain.py's example input and sizes
 ACTIVATION = BATCH * HIDDEN * 4  # one float32 intermediate of the chain

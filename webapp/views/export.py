@@ -18,7 +18,16 @@ from storage.models import IMPORT, Run, utcnow
 from webapp import context, offline
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.tabs import VIEWS, generic, overview, section_models
-from webapp.views.pages import DRAWN_FIELDS, EXTRA_SECTIONS, NOT_IN_OVERVIEW, STAGE_TABS, TABS, part_html
+from webapp.views.pages import (
+    DRAWN_FIELDS,
+    EXTRA_SECTIONS,
+    NOT_IN_OVERVIEW,
+    STAGE_TABS,
+    TABS,
+    part_html,
+    repro_facts,
+    repro_script,
+)
 
 bp = Blueprint("export", __name__)
 
@@ -109,6 +118,7 @@ def _inliner(session, run: Run):
     """offline.inline_links for this run: its links inside the one file, its graphs and every fold's part (and the
     parts those link to in turn: a fusion group's "more") as data: URLs."""
     graph_text = functools.partial(runstore.graph_json_text, session, run)
+    facts = functools.cache(lambda: repro_facts(session, run))  # read once for every graph's repro
 
     def part_text(tab: str, kind: str, key: str) -> str | None:
         html = part_html(session, run, tab, kind, urllib.parse.unquote(key))
@@ -116,7 +126,12 @@ def _inliner(session, run: Run):
 
     def inline(html: str) -> str:
         return offline.inline_links(
-            html, run.slug, graph_text, part_text, functools.partial(runstore.compile_trace_text, session, run)
+            html,
+            run.slug,
+            graph_text,
+            part_text,
+            functools.partial(runstore.compile_trace_text, session, run),
+            lambda graph_id: repro_script(session, run, graph_id, facts()),
         )
 
     return inline

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from contract.vocab import DEFAULT_CONFIGS
+from contract.repro import REPRO_GRAPHS, graph_repro
+from contract.vocab import DEFAULT_CONFIGS, capture_config
 from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
 from webapp import context, security, tabs
@@ -349,6 +351,55 @@ def compile_trace(slug: str):
         mimetype="application/json",
         headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-compile-trace.json"'},
     )
+
+
+@bp.get("/r/<slug>/graphs/<graph_id>/repro.py")
+def repro(slug: str, graph_id: str):
+    """A standalone repro.py of one graph (contract.repro): its code, random inputs of the recorded shapes, eager
+    against the run's recorded config. A graph that cannot run alone gets a plain-text answer saying why."""
+    session = context.session()
+    run = _run_or_404(slug)
+    if not graph_id.startswith(REPRO_GRAPHS):
+        abort(404)
+    with heavy_slot():
+        script, why_not = repro_script(session, run, graph_id)
+    if script is None and why_not is None:
+        abort(404)
+    if script is None:
+        return Response(f"No repro.py for {graph_id}: {why_not}.\n", status=422, mimetype="text/plain")
+    return Response(
+        script,
+        mimetype="text/x-python",
+        headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-{graph_id}-repro.py"'},
+    )
+
+
+def repro_script(session, run: Run, graph_id: str, facts: dict | None = None) -> tuple[str | None, str | None]:
+    """(the graph's repro.py, None), (None, why it cannot run alone), or (None, None) when the run has no such
+    graph; for the download and for the offline file's links (which pass the run's ``repro_facts`` once)."""
+    text = runstore.graph_json_text(session, run, graph_id)
+    if text is None:
+        return None, None
+    return graph_repro(json.loads(text), **(facts or repro_facts(session, run)))
+
+
+def repro_facts(session, run: Run) -> dict:
+    """What every repro of a run shares: its device, recorded config, torch version and the recorded value of each
+    dynamic-shape symbol (contract.repro.graph_repro's keyword arguments)."""
+    sections = runstore.load_sections(session, run, ["request", "environment", "dynamo"], outlines=True)
+    request_section = sections.get("request") or {}
+    config = capture_config(request_section.get("configs") or [])
+    return {
+        "device": request_section.get("device") or "cpu",
+        "config": {"name": config.name, "backend": config.backend, "mode": config.mode},
+        "torch_version": (sections.get("environment") or {}).get("torch_version"),
+        "symbols": {
+            s["symbol"]: int(s["value"])
+            for s in (sections.get("dynamo") or {}).get("symbols") or []
+            if str(s.get("value") or "").isdigit()
+        },
+        "source": f"run {run.slug}, {run.filename or 'an imported log'}",
+    }
 
 
 @bp.get("/favicon.ico")

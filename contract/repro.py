@@ -1,0 +1,301 @@
+"""A standalone repro.py for one recorded graph (a Dynamo graph, an AOT joint/forward/backward graph, a post-grad
+graph): the graph's own printed code as a module, random inputs of the recorded shapes, dtypes, strides and device,
+then the graph run in eager and compiled with the run's recorded config, both outputs compared, and the graph's ops
+counted the way the report counts them (so a reader can check the repro is the graph they saw). No torch here: the
+web tier writes the script from the stored graph (contract.graphs.graph_payload) and the report's facts.
+
+    graph_repro(payload, device=..., config=..., torch_version=..., symbols=..., source=...) -> (script, None)
+                                                                                          or (None, why not)
+"""
+
+from __future__ import annotations
+
+import re
+
+# The graphs a repro is written for (by graph id): Dynamo's, AOT's, post-grad and those the user's backends
+# received; functionalization's before/after views are drawings of an AOT graph, not graphs of their own.
+REPRO_GRAPHS = ("dynamo-", "aot-", "postgrad-", "backend-")
+
+# A placeholder's annotation in printed graph code: "f32[512, 256][256, 1]cpu" (Dynamo: shape, stride, device),
+# "f32[512, 256]cpu" (AOT: shape, device), "Sym(s77)" (a symbolic integer).
+_ANNOTATION = re.compile(
+    r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?:\[(?P<stride>[^\]]*)\])?(?P<device>[a-z]+(?::\d+)?)?$"
+)
+_SYM = re.compile(r"^Sym\((?P<expr>[^)]+)\)$")
+_SIGNATURE = re.compile(r"def forward\(self,?\s*(?P<params>.*?)\)(?:\s*->[^:]*)?:[ \t]*\n", re.S)
+_PARAMETER = re.compile(r'(?P<name>\w+)\s*(?::\s*"(?P<annotation>[^"]*)")?\s*(?:,|$)')
+_SHORT_DTYPES = {
+    "f64": "float64",
+    "f32": "float32",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "uint8",
+    "b8": "bool",
+    "c64": "complex64",
+}
+# What printed graph code may hold that a module with no attributes cannot run: subgraphs and constants it reads
+# from its module, higher-order ops that call them.
+_NEEDS_ATTRIBUTES = re.compile(r"\bself\.\w+|torch\.ops\.higher_order\.")
+
+
+def graph_repro(
+    payload: dict,
+    *,
+    device: str,
+    config: dict | None,
+    torch_version: str | None,
+    symbols: dict[str, int] | None = None,
+    source: str = "",
+) -> tuple[str | None, str | None]:
+    """(repro.py text, None), or (None, why this graph cannot be reproduced standalone). ``payload``: the viewer's
+    graph (code and node columns); ``config``: {name, backend, mode} of the run's recorded config; ``symbols``:
+    symbol -> value for graphs compiled with dynamic shapes (the value in the call that created each symbol)."""
+    code = (payload.get("code") or "").strip("\n")
+    if not code:
+        return None, "the report holds no code for this graph"
+    module_code, class_name = _module_code(code)
+    if module_code is None:
+        return None, "the graph's code is neither a module nor a forward function"
+    signature = _SIGNATURE.search(module_code)
+    if signature is None:
+        return None, "the graph's code has no forward(self, ...)"
+    if _NEEDS_ATTRIBUTES.search(re.sub(r"#.*", "", module_code[signature.end() :])):  # code, not its comments
+        return None, (
+            "this graph reads constants or subgraphs from its module (self.<name>, higher-order ops), which the "
+            "report does not hold"
+        )
+    inputs, why = _inputs(code, payload, device, symbols or {})
+    if inputs is None:
+        return None, why
+    return _SCRIPT.format(
+        title=payload.get("title") or payload.get("id") or "graph",
+        source=source,
+        torch_version=torch_version or "unknown",
+        module_code=module_code,
+        class_name=class_name,
+        inputs="\n".join(f"        {line}" for line in inputs),
+        backend=(config or {}).get("backend") or "inductor",
+        mode=repr((config or {}).get("mode")),
+        config=(config or {}).get("name") or "inductor_default",
+        ops=repr(_recorded_ops(payload)),
+    ), None
+
+
+def _module_code(code: str) -> tuple[str | None, str]:
+    """The graph's code as a module class named Repro: a printed module ("class GraphModule(torch.nn.Module):",
+    "class inner_f(...)", "class <lambda>(...)") renamed, a bare ``def forward(self, ...)`` (GraphModule.code)
+    wrapped in one."""
+    match = re.match(r"class (\S+)\(torch\.nn\.Module\):", code)
+    if match:  # torch names some "<lambda>": the repro's class is Repro
+        return "class Repro(torch.nn.Module):" + code[match.end() :], "Repro"
+    if code.startswith("def forward(self"):
+        indented = "\n".join(("    " + line) if line.strip() else "" for line in code.splitlines())
+        return "class Repro(torch.nn.Module):\n" + indented, "Repro"
+    return None, ""
+
+
+def _placeholders(code: str) -> list[tuple[str, str | None]]:
+    """(name, annotation) of forward's parameters after self, in order."""
+    match = _SIGNATURE.search(code)
+    if not match:
+        return []
+    return [(m["name"], m["annotation"]) for m in _PARAMETER.finditer(match["params"].strip()) if m["name"]]
+
+
+def _inputs(code: str, payload: dict, device: str, symbols: dict[str, int]) -> tuple[list[str] | None, str | None]:
+    """One expression per forward parameter that makes a random input like the recorded one."""
+    columns = payload.get("columns") or {}
+
+    def column(key: str) -> list:
+        values = (columns.get(key) or {}).get("values") or []
+        return [values[i] for i in (columns.get(key) or {}).get("index") or []]
+
+    ops, names, shapes, dtypes = column("op"), payload.get("names") or [], column("shape"), column("dtype")
+    recorded = {n: (s, d) for n, o, s, d in zip(names, ops, shapes, dtypes) if o == "placeholder"}
+    lines = []
+    for name, annotation in _placeholders(code):
+        line, why = _input(name, annotation, recorded.get(name), device, symbols)
+        if line is None:
+            return None, why
+        lines.append(line)
+    if not lines and recorded:
+        return None, "the graph's code names no inputs to match its placeholders"
+    return lines, None
+
+
+def _input(name: str, annotation: str | None, recorded, device: str, symbols: dict[str, int]):
+    sym = _SYM.match(annotation or "")
+    if sym:
+        value = _concrete(sym["expr"], symbols)
+        return (f"{value},  # {name}: {annotation}", None) if value is not None else (None, _unknown(sym["expr"]))
+    match = _ANNOTATION.match(annotation or "")
+    if match:
+        dtype = _SHORT_DTYPES.get(match["dtype"])
+        dims = [d.strip() for d in match["shape"].split(",") if d.strip()]
+        strides = [d.strip() for d in (match["stride"] or "").split(",") if d.strip()]
+        where = match["device"] or device
+    elif recorded and isinstance(recorded[0], list) and isinstance(recorded[1], str):
+        dtype, dims, strides, where = recorded[1], [str(d) for d in recorded[0]], [], device
+    else:
+        return None, f"the input {name} is not a tensor of a recorded shape (annotation {annotation!r})"
+    if dtype is None:
+        return None, f"the input {name} has a dtype this repro cannot make ({match['dtype'] if match else '?'})"
+    shape = [_concrete(d, symbols) for d in dims]
+    stride = [_concrete(d, symbols) for d in strides]
+    unknown = next((d for d, v in zip(dims + strides, shape + stride) if v is None), None)
+    if unknown is not None:
+        return None, _unknown(unknown)
+    return f"tensor({shape}, {stride or None}, torch.{dtype}, {where!r}),  # {name}", None
+
+
+def _concrete(expr: str, symbols: dict[str, int]) -> int | None:
+    if re.fullmatch(r"\d+", expr):
+        return int(expr)
+    if expr in symbols:
+        return int(symbols[expr])
+    return None
+
+
+def _unknown(expr: str) -> str:
+    return f"the size {expr} is symbolic and the report records no value for it"
+
+
+def _recorded_ops(payload: dict) -> dict:
+    columns = payload.get("columns") or {}
+    ops = [(columns.get("op") or {}).get("values", [])[i] for i in (columns.get("op") or {}).get("index", [])]
+    targets = [
+        (columns.get("target") or {}).get("values", [])[i] for i in (columns.get("target") or {}).get("index", [])
+    ]
+    counts: dict[str, int] = {}
+    for op, target in zip(ops, targets):
+        if op == "call_function" and target != "_operator.getitem":
+            key = _short_op(str(target))
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _short_op(target: str) -> str:
+    """As engine/readers/nodes.py's short_op: "aten.sin.default" -> "aten.sin" (the repro carries its own copy)."""
+    parts = target.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("aten", "prims", "quantized", "inductor") and len(parts) >= 3 else target
+
+
+_SCRIPT = '''"""Repro of {title}, from pt2scope ({source}; torch {torch_version}).
+
+    python repro.py                      # eager, then compiled as the run was ({config}); ops and outputs compared
+    python repro.py --backend aot_eager  # another backend (eager, aot_eager, inductor) or --mode
+
+The graph is its printed code; inputs are random, of the recorded shapes, dtypes, strides and device. With another
+torch than {torch_version}, the ops may differ."""
+
+import argparse
+import ast
+import inspect
+import json
+from math import inf, nan  # noqa: F401 - printed graph code names them
+
+import torch
+from torch import device  # noqa: F401 - printed graph code names devices
+
+RECORDED_OPS = {ops}
+
+
+{module_code}
+
+
+def tensor(shape, stride, dtype, where):
+    """A random tensor of the recorded shape, dtype, strides and device."""
+    if dtype.is_floating_point or dtype.is_complex:
+        values = torch.randn(shape, dtype=dtype, device=where)
+    elif dtype == torch.bool:
+        values = torch.rand(shape, device=where) > 0.5
+    else:
+        values = torch.randint(0, 2, shape, dtype=dtype, device=where)
+    if stride is None:
+        return values
+    out = torch.empty_strided(shape, stride, dtype=dtype, device=where)
+    return out.copy_(values)
+
+
+def inputs():
+    torch.manual_seed(0)
+    return [
+{inputs}
+    ]
+
+
+# Python operators as FX prints its call_function nodes of _operator (h = a * b, n = -x, c = a < b).
+OPERATORS = {{
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv", ast.Mod: "mod",
+    ast.Pow: "pow", ast.MatMult: "matmul", ast.BitAnd: "and_", ast.BitOr: "or_", ast.BitXor: "xor",
+    ast.LShift: "lshift", ast.RShift: "rshift", ast.USub: "neg", ast.Invert: "invert", ast.Not: "not_",
+    ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne",
+}}
+MODULES = ("torch", "operator", "_operator", "math", "builtins")
+
+
+def op_counts(source):
+    """The graph's ops as pt2scope counts them (each statement of forward that calls a function, not a tensor's
+    method; getitem left out), read from its code: every node of a printed graph is one statement."""
+    forward = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
+    counts = {{}}
+    for statement in forward.body:
+        value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
+        name = None
+        if isinstance(value, ast.Call):
+            name = ast.unparse(value.func)
+            root = name.split(".")[0]
+            if isinstance(value.func, ast.Name):
+                name = "builtins." + name
+            elif root not in MODULES:
+                continue  # a method of a tensor (call_method), which pt2scope does not count as an op
+            name = name.removeprefix("torch.ops.").replace("operator.", "_operator.", 1) if not name.startswith(
+                "_operator.") else name
+        elif isinstance(value, (ast.BinOp, ast.UnaryOp)):
+            name = "_operator." + OPERATORS.get(type(value.op), "?")
+        elif isinstance(value, ast.Compare) and len(value.ops) == 1:
+            name = "_operator." + OPERATORS.get(type(value.ops[0]), "?")
+        if name is None or name in ("_operator.getitem", "builtins.getitem"):
+            continue
+        parts = name.split(".")
+        if parts[0] in ("aten", "prims", "quantized", "inductor") and len(parts) >= 3:
+            name = ".".join(parts[:2])
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default={backend!r})
+    parser.add_argument("--mode", default={mode})
+    args = parser.parse_args()
+    module = {class_name}()
+    ops = op_counts(inspect.getsource({class_name}))
+    print("ops " + json.dumps(ops))
+    print("ops match the report" if ops == RECORDED_OPS else "ops differ from the report: " + json.dumps(RECORDED_OPS))
+    with torch.no_grad():
+        expected = module(*inputs())
+        compiled = torch.compile(module, backend=args.backend, mode=args.mode)
+        actual = compiled(*inputs())
+    pairs = [
+        (e, a)
+        for e, a in zip(torch.utils._pytree.tree_leaves(expected), torch.utils._pytree.tree_leaves(actual))
+        if isinstance(e, torch.Tensor) and e.is_floating_point()
+    ]
+    # Random inputs can make NaN (a batch norm's variance, a log): where both sides are NaN they agree.
+    differences = [
+        torch.where(e.isnan() & a.isnan(), 0.0, (e.double() - a.double()).abs()).max().item()
+        for e, a in pairs
+        if e.numel()
+    ]
+    worst = max(differences, default=0.0)
+    print(f"compiled with backend={{args.backend}} mode={{args.mode}}: max abs difference from eager {{worst:.3g}}")
+
+
+if __name__ == "__main__":
+    main()
+'''
