@@ -34,7 +34,7 @@ model, inputs, train = namespace["model"], namespace["example_inputs"], namespac
 model = model.cuda() if isinstance(model, torch.nn.Module) else model
 inputs = tuple(t.cuda() if isinstance(t, torch.Tensor) else t for t in inputs)
 config = CONFIGS[{config!r}]
-fn = model if config.backend == "eager" else torch.compile(model, backend=config.backend, mode=config.mode)
+fn = model if config.backend is None else torch.compile(model, backend=config.backend, mode=config.mode)
 cudagraphs = config.mode == "reduce-overhead"
 def step():
     if isinstance(model, torch.nn.Module):
