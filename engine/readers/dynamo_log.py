@@ -262,10 +262,10 @@ def parse_symbols(
     """The symbols Dynamo's shape environment created for dynamic sizes, strides and integers, one per
     (compile, symbol): [{compile_id, symbol, source, subject, value, range, created_in_call, file, line, code,
     guards: [{expr, file, line, code}], specializations: [{value, reason, file, line, code}], values_by_call: [],
-    reused_by_calls: []}]. ``guards`` are the
-    guards added in the same compile whose expression names the symbol (guard_added_fast), ``specializations``
-    the times the symbol was fixed to a constant (symbolic_shape_specialization), each at the user's line;
-    ``string_events`` are the trace's interned file names ("str": [name, index])."""
+    reused_by_calls: []}]. ``guards`` are the guards added in the same compile whose expression names the symbol
+    (guard_added_fast), ``specializations`` the times the symbol was fixed to a constant
+    (symbolic_shape_specialization), each at the user's line; ``string_events`` are the trace's interned file
+    names ("str": [name, index])."""
     files = {
         e["metadata"][1]: e["metadata"][0]
         for e in string_events
@@ -273,25 +273,36 @@ def parse_symbols(
     }
 
     def where(meta: dict) -> dict:
-        frames = [
-            {"file": files.get(f.get("filename"), f.get("filename")), "line": f.get("line"), "code": f.get("loc")}
-            for f in (meta.get("user_stack") or [])
-            if isinstance(f, dict)
-        ]
-        in_user = [f for f in frames if isinstance(f["file"], str) and is_user_file(f["file"], user_file)]
-        frame = (in_user or frames or [{}])[-1]
-        file = frame.get("file")  # an index whose name the log did not intern: unknown
-        return {"file": file if isinstance(file, str) else None, "line": frame.get("line"), "code": frame.get("code")}
+        return _user_frame(meta, files, user_file)
 
-    symbols: list[dict] = []
+    by_key = _created_symbols(create_events, where)
+    for e in guard_events:
+        meta = _metadata(e)
+        expr = str(meta.get("expr") or "")
+        for symbol in _symbols_of(by_key, e["compile_id"]):
+            named = re.search(rf"\b{re.escape(symbol['symbol'])}\b", expr)
+            listed = any(g["expr"] == expr for g in symbol["guards"])
+            if named and not listed and len(symbol["guards"]) < GUARDS_PER_SYMBOL:
+                symbol["guards"].append({"expr": expr, **where(meta)})
+    for e in specialization_events:
+        meta = _metadata(e)
+        for symbol in _symbols_of(by_key, e["compile_id"]):
+            if meta.get("symbol") == symbol["symbol"] or symbol["source"] in (meta.get("sources") or []):
+                value = None if meta.get("value") is None else str(meta["value"])
+                symbol["specializations"].append({"value": value, "reason": meta.get("reason"), **where(meta)})
+    return list(by_key.values())
+
+
+def _created_symbols(create_events: list[dict], where) -> dict[tuple, dict]:
+    """(compile key, symbol) -> the symbol as created, in creation order; its guards and specializations empty."""
     by_key: dict[tuple, dict] = {}
     for e in create_events:
-        meta = e["metadata"] if isinstance(e["metadata"], dict) else {}
+        meta = _metadata(e)
         key = (compile_key(e["compile_id"]), meta.get("symbol"))
         if not meta.get("symbol") or key in by_key:
             continue
         source = meta.get("source") or "?"
-        symbol = {
+        by_key[key] = {
             "compile_id": e["compile_id"],
             "symbol": meta["symbol"],
             "source": source,
@@ -305,23 +316,25 @@ def parse_symbols(
             "values_by_call": [],  # the live engine's, from the calls' inputs (engine/stages/dynamo.py)
             "reused_by_calls": [],
         }
-        by_key[key] = symbol
-        symbols.append(symbol)
-    for e in guard_events:
-        meta = e["metadata"] if isinstance(e["metadata"], dict) else {}
-        expr = str(meta.get("expr") or "")
-        for symbol in _symbols_of(by_key, e["compile_id"]):
-            named = re.search(rf"\b{re.escape(symbol['symbol'])}\b", expr)
-            listed = any(g["expr"] == expr for g in symbol["guards"])
-            if named and not listed and len(symbol["guards"]) < GUARDS_PER_SYMBOL:
-                symbol["guards"].append({"expr": expr, **where(meta)})
-    for e in specialization_events:
-        meta = e["metadata"] if isinstance(e["metadata"], dict) else {}
-        for symbol in _symbols_of(by_key, e["compile_id"]):
-            if meta.get("symbol") == symbol["symbol"] or symbol["source"] in (meta.get("sources") or []):
-                value = None if meta.get("value") is None else str(meta["value"])
-                symbol["specializations"].append({"value": value, "reason": meta.get("reason"), **where(meta)})
-    return symbols
+    return by_key
+
+
+def _metadata(event: dict) -> dict:
+    return event["metadata"] if isinstance(event["metadata"], dict) else {}
+
+
+def _user_frame(meta: dict, files: dict, user_file: str) -> dict:
+    """{file, line, code} of the innermost frame of a record's user_stack in the user's file (else the innermost);
+    a file index the log did not intern is an unknown file."""
+    frames = [
+        {"file": files.get(f.get("filename"), f.get("filename")), "line": f.get("line"), "code": f.get("loc")}
+        for f in (meta.get("user_stack") or [])
+        if isinstance(f, dict)
+    ]
+    in_user = [f for f in frames if isinstance(f["file"], str) and is_user_file(f["file"], user_file)]
+    frame = (in_user or frames or [{}])[-1]
+    file = frame.get("file")
+    return {"file": file if isinstance(file, str) else None, "line": frame.get("line"), "code": frame.get("code")}
 
 
 def _symbols_of(by_key: dict, compile_id: str | None) -> list[dict]:
