@@ -305,3 +305,250 @@ def main():
 if __name__ == "__main__":
     main()
 '''
+
+
+# --- one kernel alone ----------------------------------------------------------------------------------------------
+
+
+def kernel_repro(
+    inductor: dict, index: int, *, device: str, torch_version: str | None, source: str = ""
+) -> tuple[str | None, str | None]:
+    """(a script that runs kernel ``index`` of the Inductor section alone and times it, None), (None, why it cannot),
+    or (None, None) when there is no such kernel. The script carries the output code the kernel was generated in:
+    it runs that code's own ``call(get_args())`` once to catch the kernel's arguments as the compiled graph passes
+    them (buffers of the recorded sizes and strides), then launches the kernel alone on copies of them, checks it
+    writes what it wrote inside the graph, and times it."""
+    kernels = inductor.get("kernels") or []
+    if not 0 <= index < len(kernels):
+        return None, None
+    kernel = kernels[index]
+    name = kernel.get("name") or ""
+    code = _output_code_of(inductor.get("output_code") or [], kernel)
+    if code is None:
+        return None, f"the report holds no output code that defines {name}"
+    for needed in ("def call(", "def get_args("):
+        if needed not in code:
+            return None, f"its output code has no {needed.removeprefix('def ').rstrip('(')}(), which the script runs"
+    return _KERNEL_SCRIPT.format(
+        name=name,
+        language=kernel.get("language") or "?",
+        where=f"{kernel.get('graph_kind') or '?'} graph {kernel.get('compile_id') or '?'}",
+        source=source,
+        device=device,
+        torch_version=torch_version or "unknown",
+        # Inductor counts bytes per compile; with one kernel they are its bytes (as the Inductor tab reads them).
+        bytes=repr(kernel.get("bytes_accessed") or (_compile_bytes(inductor) if len(kernels) == 1 else None)),
+        simdlen=repr(_cpp_vector_bits(code)),
+        output_code=_string_literal(code),
+    ), None
+
+
+def _compile_bytes(inductor: dict) -> int | None:
+    return (inductor.get("metrics") or {}).get("num_bytes_accessed")
+
+
+def _output_code_of(output_codes: list[dict], kernel: dict) -> str | None:
+    """The output code that defines the kernel: the one of its compile and graph kind first (kernel names repeat
+    across graphs: each graph's first is ..._0)."""
+    defines = re.compile(rf"^{re.escape(kernel.get('name') or '')} = ", re.M)
+    ranked = sorted(
+        output_codes,
+        key=lambda oc: (oc.get("compile_id"), oc.get("kind")) != (kernel.get("compile_id"), kernel.get("graph_kind")),
+    )
+    return next((oc["code"] for oc in ranked if defines.search(oc.get("code") or "")), None)
+
+
+# A C++ kernel's full-width vector loads: "at::vec::Vectorized<float>::loadu(in_ptr0 + ..., static_cast<int64_t>(16))"
+# (VectorizedN<float,2> loads two vectors and is left out).
+_VECTOR_LOAD = re.compile(r"Vectorized<(?P<type>[\w:]+)>::loadu\([^;]*?,\s*static_cast<int64_t>\((?P<count>\d+)L?\)\)")
+_ELEMENT_BITS = {
+    "float": 32,
+    "double": 64,
+    "int32_t": 32,
+    "int64_t": 64,
+    "int16_t": 16,
+    "int8_t": 8,
+    "uint8_t": 8,
+    "bool": 8,
+    "c10::BFloat16": 16,
+    "bfloat16": 16,
+    "c10::Half": 16,
+    "half": 16,
+}
+
+
+def _cpp_vector_bits(code: str) -> int | None:
+    """The vector width (bits) Inductor wrote the output code's C++ kernels for, read from their widest full loads;
+    None where no kernel is vectorized. Inductor writes C++ for the vector ISA of the machine that compiled it
+    (AVX2: 8 floats a vector, AVX-512: 16) but compiles it for the machine that loads it: AVX2 code built for
+    AVX-512 stores 16 floats where it loaded 8, past its buffers (seen: heap corruption)."""
+    widths = [
+        int(m["count"]) * _ELEMENT_BITS[m["type"]] for m in _VECTOR_LOAD.finditer(code) if m["type"] in _ELEMENT_BITS
+    ]
+    return max(widths, default=None)
+
+
+def _string_literal(text: str) -> str:
+    """``text`` as a readable Python literal: a raw triple-quoted string where it can be one, else repr."""
+    if '"""' not in text and not text.endswith(("\\", '"')) and "\r" not in text:
+        return 'r"""' + text + '"""'
+    return repr(text)
+
+
+_KERNEL_SCRIPT = '''"""Inductor's kernel {name} ({language}, {where}) alone, from pt2scope ({source}; torch {torch_version},
+recorded on {device}).
+
+    python kernel_repro.py              # check it, then time 200 launches
+    python kernel_repro.py --calls 1000 --save args.pt   # and keep its arguments before and after
+
+The output code below is what Inductor wrote for that graph (all of its kernels, and call(), which launches them in
+order). The script runs call() once on the output code's own random inputs of the recorded shapes, keeping the
+arguments the graph passes this kernel; then it launches the kernel alone on copies of them, checks it writes what it
+wrote inside the graph, and times it. With another torch than {torch_version}, the output code may not load."""
+
+import argparse
+import statistics
+import time
+import types
+
+import torch
+
+KERNEL = "{name}"
+BYTES_ACCESSED = {bytes}  # what one launch reads and writes, as the report has it (None: not recorded)
+# The vector width (bits) the output code's C++ was written for (None: no vectorized C++ kernel). Inductor compiles
+# it for this machine's widest ISA unless told: code for 8-float vectors built for 16 writes past its buffers.
+VECTOR_BITS = {simdlen}
+
+OUTPUT_CODE = {output_code}
+
+
+def clone(value):
+    """Tensors copied with their whole storage (a kernel reads through pointers: a view's offset and strides, even
+    overlapping ones, keep their meaning), containers walked, anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        copy = torch.empty(0, dtype=value.dtype, device=value.device)
+        return copy.set_(value.untyped_storage().clone(), value.storage_offset(), value.size(), value.stride())
+    if isinstance(value, (list, tuple)):
+        return type(value)(clone(v) for v in value)
+    if isinstance(value, dict):
+        return {{k: clone(v) for k, v in value.items()}}
+    return value
+
+
+def synchronize():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def launch(kernel, arguments):
+    """A Triton kernel (CachingAutotuner) launches with .run(...); a C++ kernel is called."""
+    args, kwargs = arguments
+    return kernel.run(*args, **kwargs) if hasattr(kernel, "run") else kernel(*args, **kwargs)
+
+
+class Recorder:
+    """Stands in for the kernel during one call() of the output code: keeps the arguments of its first launch and
+    what they held after it."""
+
+    def __init__(self, kernel):
+        self.kernel, self.before, self.after = kernel, None, None
+
+    def record(self, args, kwargs):
+        first = self.before is None
+        if first:
+            self.before = clone((args, kwargs))
+        result = launch(self.kernel, (args, kwargs))
+        if first:
+            synchronize()
+            self.after = clone((args, kwargs))
+        return result
+
+    def __call__(self, *args, **kwargs):
+        return self.record(args, kwargs)
+
+    def run(self, *args, **kwargs):
+        return self.record(args, kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+
+def tensors(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors(v)]
+    return []
+
+
+def describe(t):
+    return f"{{str(t.dtype).removeprefix('torch.')}}{{list(t.shape)}} {{t.device}}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200, help="launches timed")
+    parser.add_argument("--save", metavar="FILE", help="torch.save the arguments before and after its lone launch")
+    options = parser.parse_args()
+    if VECTOR_BITS:
+        from torch._inductor import config, cpu_vec_isa  # private API: the script is for the torch it names
+
+        config.cpp.simdlen = VECTOR_BITS
+        if cpu_vec_isa.pick_vec_isa().bit_width() != VECTOR_BITS:
+            raise SystemExit(
+                f"{{KERNEL}}: its C++ was written for {{VECTOR_BITS}}-bit vectors, which this machine's CPU does not "
+                f"have ({{[str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()] or 'no vector ISA'}}): run it on a "
+                "machine like the one that compiled it")
+    module = types.ModuleType("pt2scope_output_code")
+    exec(compile(OUTPUT_CODE, "<output code>", "exec"), module.__dict__)
+    kernel = getattr(module, KERNEL)
+    recorder = Recorder(kernel)
+    setattr(module, KERNEL, recorder)
+    torch.manual_seed(0)
+    module.call(module.get_args())
+    setattr(module, KERNEL, kernel)
+    if recorder.before is None:
+        raise SystemExit(f"{{KERNEL}}: call() of its output code did not launch it on these inputs")
+    print(f"kernel {{KERNEL}} (torch {{torch.__version__}}), launched with: "
+          + ", ".join(describe(t) for t in tensors(recorder.before)))
+
+    arguments = clone(recorder.before)
+    launch(kernel, arguments)
+    synchronize()
+    if options.save:
+        torch.save({{"before": recorder.before, "after": arguments}}, options.save)
+    differences = [
+        (a.double() - b.double()).abs().nan_to_num(0.0).max().item() if a.is_floating_point() else float(
+            not torch.equal(a, b))
+        for a, b in zip(tensors(arguments), tensors(recorder.after)) if a.numel()
+    ]
+    worst = max(differences, default=0.0)
+    print("alone, it writes what it wrote inside the graph" if worst == 0 else
+          f"alone, it writes values that differ from those inside the graph by up to {{worst:.3g}}")
+
+    # Launches are timed in batches long enough for the clock (>= 1 ms; at least 10 batches), each batch's time per
+    # launch kept.
+    def timed(batch):
+        start = time.perf_counter()
+        for _ in range(batch):
+            launch(kernel, arguments)
+        synchronize()
+        return time.perf_counter() - start
+
+    timed(3)
+    batch = 1
+    while timed(batch) < 1e-3:
+        batch *= 2
+    per_launch = [timed(batch) / batch for _ in range(max(10, -(-options.calls // batch)))]
+    median = statistics.median(per_launch)
+    rate = f"; {{BYTES_ACCESSED / median / 1e9:.3g}} GB/s of the {{BYTES_ACCESSED / 1e6:.3g}} MB it reads and writes" if (
+        BYTES_ACCESSED) else ""
+    print(f"time per launch: median {{median * 1e6:.4g}} us (range {{min(per_launch) * 1e6:.4g}}-"
+          f"{{max(per_launch) * 1e6:.4g}} us, {{len(per_launch)}} batches of {{batch}}){{rate}}")
+
+
+if __name__ == "__main__":
+    main()
+'''

@@ -115,12 +115,15 @@ def data_url(text: str, mimetype: str = "application/json") -> str:
     return f"data:{mimetype};base64,{base64.b64encode(text.encode()).decode()}"
 
 
-def inline_links(html: str, slug: str, graph_text, part_text=None, trace_text=None, repro_text=None) -> str:
+def inline_links(
+    html: str, slug: str, graph_text, part_text=None, trace_text=None, repro_text=None, kernel_repro_text=None
+) -> str:
     """Links between the report's pages become links inside the one page; graph URLs, the parts a fold loads
     when opened (a kernel's source, a frame's guards, the output code), the compile trace's download and each
-    graph's repro.py become data: URLs (``graph_text(graph_id)`` -> the stored payload text, ``part_text(tab,
-    kind, key)`` -> the fragment's HTML, ``trace_text()`` -> the trace's JSON, ``repro_text(graph_id)`` -> (the
-    script, or None and why not); either may give None)."""
+    graph's and kernel's repro.py become data: URLs (``graph_text(graph_id)`` -> the stored payload text,
+    ``part_text(tab, kind, key)`` -> the fragment's HTML, ``trace_text()`` -> the trace's JSON,
+    ``repro_text(graph_id)`` and ``kernel_repro_text(index)`` -> (the script, or None and why not); either may give
+    None)."""
     prefix = f"/r/{slug}"
     trace_link = f'href="{prefix}/compile-trace.json"'
     if trace_text is not None and trace_link in html:
@@ -134,6 +137,15 @@ def inline_links(html: str, slug: str, graph_text, part_text=None, trace_text=No
 
     if repro_text is not None:
         html = re.sub(rf'href="{re.escape(prefix)}/graphs/(?P<id>[\w-]+)/repro\.py"', repro, html)
+
+    def kernel_repro(match):
+        script, why_not = kernel_repro_text(int(match["index"]))
+        if script is None:
+            return f'href="{data_url(f"No repro.py for this kernel: {why_not}.", "text/plain")}"'
+        return f'href="{data_url(script, "text/x-python")}"'
+
+    if kernel_repro_text is not None:
+        html = re.sub(rf'href="{re.escape(prefix)}/kernels/(?P<index>\d+)/repro\.py"', kernel_repro, html)
 
     def graph(match):
         text = graph_text(match["id"])

@@ -15,7 +15,7 @@ from tests.browser.conftest import read_sample_report
 from tests.support import make_settings, store_sample_report
 from webapp import create_app
 
-NAMES = ("activation_chain", "dynamic_sizes", "seed", "recompile")
+NAMES = ("activation_chain", "dynamic_sizes", "seed", "recompile", "mlp_train")
 
 
 @pytest.fixture(scope="module")
@@ -103,4 +103,62 @@ def test_the_offline_file_carries_each_repro_inside_it(site):
     links = re.findall(r'<a class="repro-download" href="data:([^;]+);base64,([^"]+)"', html)
     assert {mimetype for mimetype, _ in links} == {"text/x-python"}, "a repro link leaves the offline file"
     inside = {base64.b64decode(data).decode() for _, data in links}
+    inside = {script for script in inside if script.startswith('"""Repro of')}  # kernels' scripts: below
     assert inside == {download(site, "seed", gid).get_data(as_text=True) for gid in ("dynamo-0", "aot-0", "postgrad-0")}
+
+
+# --- kernels -------------------------------------------------------------------------------------------------------
+
+
+def kernel_index(name: str, kernel: str) -> int:
+    return [k["name"] for k in read_sample_report(name)["inductor"]["kernels"]].index(kernel)
+
+
+def test_a_kernels_repro_runs_it_alone_and_it_computes_what_pytorch_does(site, tmp_path):
+    import torch
+
+    # The seed's kernel, recorded with AVX2 code (8 floats a vector): the script builds it for that width.
+    index = kernel_index("seed", "cpp_fused_add_cos_mul_sin_tanh_0")
+    response = site[0].get(f"/r/{site[1]['seed']}/kernels/{index}/repro.py")
+    assert response.status_code == 200 and response.mimetype == "text/x-python"
+    assert f"kernel-{index}-repro.py" in response.headers["Content-Disposition"]
+    script = response.get_data(as_text=True)
+    assert "VECTOR_BITS = 256" in script
+    out = run_repro(tmp_path, script, "--calls", "20", "--save", "args.pt")
+    assert "kernel cpp_fused_add_cos_mul_sin_tanh_0 " in out and "float32[1024, 1024] cpu, float32[1024, 1024]" in out
+    assert "alone, it writes what it wrote inside the graph" in out, out
+    median = float(re.search(r"time per launch: median (\S+) us", out)[1])
+    assert 0 < median < 1e6
+    saved = torch.load(tmp_path / "args.pt")
+    (x, _), _ = saved["before"]
+    (_, written), _ = saved["after"]
+    torch.testing.assert_close(written, torch.sin(x) * torch.cos(x) + torch.tanh(x))  # the seed's own function
+
+
+def test_a_backward_kernels_repro_runs_it_alone(site, tmp_path):
+    index = kernel_index("mlp_train", "cpp_fused_add_native_layer_norm_native_layer_norm_backward_sum_0")
+    script = site[0].get(f"/r/{site[1]['mlp_train']}/kernels/{index}/repro.py").get_data(as_text=True)
+    out = run_repro(tmp_path, script, "--calls", "20")
+    source = read_sample_report("mlp_train")["inductor"]["kernels"][index]["source"]
+    pointers = re.findall(r"\w+\* \w*ptr\d+", source[: source.index(")")])  # the C++ kernel's parameters
+    assert out.count("float32[") == len(pointers) > 4, out  # every buffer the backward graph passes it
+    assert "alone, it writes what it wrote inside the graph" in out, out
+
+
+def test_every_kernel_fold_offers_its_repro_and_the_offline_file_carries_them(site, monkeypatch):
+    from webapp.views import export
+
+    client, slugs = site
+    page = client.get(f"/r/{slugs['mlp_train']}/inductor").get_data(as_text=True)
+    links = re.findall(r'<a class="repro-download"\s+href="(/r/[^"]+/kernels/(\d+)/repro\.py)"', page)
+    assert sorted(int(i) for _, i in links) == [0, 1, 2, 3], links
+    html = client.get(f"/r/{slugs['mlp_train']}/export.html").get_data(as_text=True)
+    inside = re.findall(r'<a class="repro-download"\s+href="data:text/x-python;base64,([^"]+)"', html)
+    scripts = {base64.b64decode(data).decode() for data in inside}
+    scripts = {script for script in scripts if script.startswith('"""Inductor\'s kernel')}  # not the graphs' scripts
+    assert scripts == {client.get(link).get_data(as_text=True) for link, _ in links}
+    # Past its budget the file says where to download the rest.
+    monkeypatch.setattr(export, "KERNEL_SCRIPTS_BYTES", len(max(scripts, key=len)) + 1)
+    html = client.get(f"/r/{slugs['mlp_train']}/export.html").get_data(as_text=True)
+    told = re.findall(r'<a class="repro-download"\s+href="data:text/plain;base64,([^"]+)"', html)
+    assert any("download this one from the run's page" in base64.b64decode(t).decode() for t in told)

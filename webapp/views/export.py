@@ -24,6 +24,7 @@ from webapp.views.pages import (
     NOT_IN_OVERVIEW,
     STAGE_TABS,
     TABS,
+    kernel_repro_script,
     part_html,
     repro_facts,
     repro_script,
@@ -119,6 +120,7 @@ def _inliner(session, run: Run):
     parts those link to in turn: a fusion group's "more") as data: URLs."""
     graph_text = functools.partial(runstore.graph_json_text, session, run)
     facts = functools.cache(lambda: repro_facts(session, run))  # read once for every graph's repro
+    inductor = functools.cache(lambda: runstore.load_sections(session, run, ["inductor"]).get("inductor"))
 
     def part_text(tab: str, kind: str, key: str) -> str | None:
         html = part_html(session, run, tab, kind, urllib.parse.unquote(key))
@@ -132,9 +134,28 @@ def _inliner(session, run: Run):
             part_text,
             functools.partial(runstore.compile_trace_text, session, run),
             lambda graph_id: repro_script(session, run, graph_id, facts()),
+            kernel_script,
         )
 
+    # Each kernel's script carries its whole output code: a model of a hundred kernels would carry it a hundred
+    # times. The file holds scripts up to KERNEL_SCRIPTS_BYTES; the rest say where to download them.
+    inlined_bytes = 0
+
+    def kernel_script(index: int) -> tuple[str | None, str | None]:
+        nonlocal inlined_bytes
+        script, why_not = kernel_repro_script(session, run, index, facts(), inductor())
+        if script is not None and inlined_bytes + len(script) > KERNEL_SCRIPTS_BYTES:
+            return None, (
+                f"the offline file carries kernel scripts up to {KERNEL_SCRIPTS_BYTES // 2**20} MiB; download this "
+                f"one from the run's page (/r/{run.slug}/kernels/{index}/repro.py)"
+            )
+        inlined_bytes += len(script or "")
+        return script, why_not
+
     return inline
+
+
+KERNEL_SCRIPTS_BYTES = 4 * 2**20
 
 
 def attachment(filename: str) -> str:

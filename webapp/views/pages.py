@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from contract.repro import REPRO_GRAPHS, graph_repro
+from contract.repro import REPRO_GRAPHS, graph_repro, kernel_repro
 from contract.vocab import DEFAULT_CONFIGS, capture_config
 from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
@@ -381,6 +381,40 @@ def repro_script(session, run: Run, graph_id: str, facts: dict | None = None) ->
     if text is None:
         return None, None
     return graph_repro(json.loads(text), **(facts or repro_facts(session, run)))
+
+
+@bp.get("/r/<slug>/kernels/<int:index>/repro.py")
+def kernel_repro_download(slug: str, index: int):
+    """One generated kernel alone as a script (contract.repro.kernel_repro): its output code run once to catch the
+    kernel's arguments, then the kernel launched alone, checked and timed."""
+    session = context.session()
+    run = _run_or_404(slug)
+    with heavy_slot():
+        script, why_not = kernel_repro_script(session, run, index)
+    if script is None and why_not is None:
+        abort(404)
+    if script is None:
+        return Response(f"No repro.py for kernel {index}: {why_not}.\n", status=422, mimetype="text/plain")
+    return Response(
+        script,
+        mimetype="text/x-python",
+        headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-kernel-{index}-repro.py"'},
+    )
+
+
+def kernel_repro_script(
+    session, run: Run, index: int, facts: dict | None = None, inductor: dict | None = None
+) -> tuple[str | None, str | None]:
+    """(kernel ``index``'s script, None), (None, why it cannot run alone) or (None, None) when there is no such
+    kernel; for the download and the offline file (which passes the run's ``repro_facts`` and Inductor section
+    once)."""
+    inductor = inductor or runstore.load_sections(session, run, ["inductor"]).get("inductor")
+    if inductor is None:
+        return None, None
+    facts = facts or repro_facts(session, run)
+    return kernel_repro(
+        inductor, index, device=facts["device"], torch_version=facts["torch_version"], source=facts["source"]
+    )
 
 
 def repro_facts(session, run: Run) -> dict:
