@@ -28,7 +28,7 @@ GPU_FIXTURES = ("seed_gpu", "seed_large_gpu", "import_graph_break_torch2_11", "i
 
 
 def explore(model: str, device: str, out_dir: str) -> str:
-    report = os.path.join(out_dir, os.path.basename(model).removesuffix(".py") + ".json")
+    out = os.path.join(out_dir, os.path.basename(model).removesuffix(".py"))
     subprocess.run(
         [
             sys.executable,
@@ -41,15 +41,14 @@ def explore(model: str, device: str, out_dir: str) -> str:
             "--configs",
             "eager,inductor_default",
             "--out",
-            report,
+            out,
+            "--quiet",
         ],
         cwd=ROOT,
         check=True,
-        capture_output=True,
-        text=True,
         timeout=900,
     )
-    return report
+    return os.path.join(out, "report.json")
 
 
 def rows(report_path: str, work: str):
