@@ -821,6 +821,52 @@ class LadderCorrectness(Model):
     AOTAutograd.`"""
 
 
+class BisectStep(Model):
+    """One compile and compared step the bisector asked for."""
+
+    backend: str
+    """the backend torch.compile used in this step (the bisector overrides the rung's)"""
+    subsystem: str | None = None
+    """the subsystem being disabled or counted (`post_grad_passes`, `lowerings`, ...), null while backends are tried"""
+    passed: bool
+    """the step matched eager (and raised nothing)"""
+    seconds: float
+
+
+class Bisect(Model):
+    """torch's compiler bisector (`torch._inductor.compiler_bisector.CompilerBisector.do_bisect`) run on the first
+    rung whose compared step mismatched eager or failed: it compiles that rung again with each backend of eager ->
+    aot_eager -> aot_eager_decomp_partition -> ... -> inductor, then, in the first that breaks it, with each of its
+    subsystems turned off, then bisects the number of applications of the subsystem that mends it. Each step is a
+    fresh compile (caches bypassed) judged against eager as the ladder judges rungs."""
+
+    config: RungName
+    verdict: Literal["mismatch", "failed"]
+    """why the rung was bisected"""
+    status: Literal["found", "not_reproduced", "stopped", "unavailable", "error"]
+    """`found`: a backend (and a subsystem where one was found); `not_reproduced`: every backend passed this time;
+    `stopped`: out of the job's time (`text` says how far it got)"""
+    backend: str | None = None
+    """the first backend that breaks it: `aot_eager_decomp_partition` (decompositions, partitioner), `inductor`..."""
+    subsystem: str | None = None
+    """`pre_grad_passes`, `joint_graph_passes`, `post_grad_passes`, `lowerings`, `decomposition`, `cudagraphs`, or a
+    config change (`inductor_emulate_precision_casts`, ...)"""
+    bisect_number: int | None = None
+    """which application of the subsystem first breaks it (0-based, counted over the compile)"""
+    debug_info: str | None = None
+    """torch's description of that application: a pass's name, the FX node lowered"""
+    graph_id: str | None = None
+    """the recorded graph that application acted on, where the report holds one (post-grad passes and lowerings:
+    the post-grad graph; joint-graph passes: AOT's joint graph)"""
+    node: str | None = None
+    """the node of `graph_id` named by `debug_info` (lowerings)"""
+    text: str
+    """the result in words"""
+    steps: list[BisectStep] = []
+    seconds: float | None = None
+    error: str | None = None
+
+
 class MachineLoad(Model):
     """The machine's load while the rounds were timed: `/proc/loadavg` (1, 5, 15 minutes) just before and after,
     and what other processes took of the cores, batch by batch of rounds (`/proc/stat` less the job's own CPU
@@ -1000,6 +1046,8 @@ class Runtime(Model):
     """per config, in ladder order"""
     cudagraphs: CudaGraphs = Field(default_factory=CudaGraphs)
     """for the reduce-overhead config"""
+    bisect: Bisect | None = None
+    """where a rung mismatched or failed: what the compiler bisector found"""
     kernel_profile: list[KernelProfileRow] = []
     kernel_profile_summary: KernelProfileSummary = Field(default_factory=KernelProfileSummary)
     job_seconds: float | None = None

@@ -487,6 +487,24 @@ def describe(t):
     return f"{{str(t.dtype).removeprefix('torch.')}}{{list(t.shape)}} {{t.device}}"
 
 
+def gpu_time(kernel, arguments, launches=100):
+    """On a GPU, the kernel's own time per launch from the profiler, as the run's kernel table counts it (a small
+    kernel's wall time per launch is the host's launch cost, several times its time on the GPU); None on a CPU."""
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(launches):
+            launch(kernel, arguments)
+        synchronize()
+    durations = [e.time_range.elapsed_us() for e in prof.events() if e.name.startswith(KERNEL)]
+    if not durations:
+        return None
+    return (f"GPU time per launch (profiler): median {{statistics.median(durations):.4g}} us (range "
+            f"{{min(durations):.4g}}-{{max(durations):.4g}} us, {{len(durations)}} launches)\\n")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200, help="launches timed")
@@ -542,10 +560,11 @@ def main():
     while timed(batch) < 1e-3:
         batch *= 2
     per_launch = [timed(batch) / batch for _ in range(max(10, -(-options.calls // batch)))]
+    print(gpu_time(kernel, arguments) or "", end="")
     median = statistics.median(per_launch)
     rate = f"; {{BYTES_ACCESSED / median / 1e9:.3g}} GB/s of the {{BYTES_ACCESSED / 1e6:.3g}} MB it reads and writes" if (
         BYTES_ACCESSED) else ""
-    print(f"time per launch: median {{median * 1e6:.4g}} us (range {{min(per_launch) * 1e6:.4g}}-"
+    print(f"wall time per launch: median {{median * 1e6:.4g}} us (range {{min(per_launch) * 1e6:.4g}}-"
           f"{{max(per_launch) * 1e6:.4g}} us, {{len(per_launch)}} batches of {{batch}}){{rate}}")
 
 

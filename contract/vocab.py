@@ -23,7 +23,9 @@ from pydantic import StringConstraints
 # collected ("report") before the benchmarks; progress events and report["stages"] use these names.
 # warm_compile: after the report, the fresh-process compiles of runtime.compile_cache (Inductor configs) and the
 # measuring processes of runtime.processes (the same processes, timing the ladder again).
-StageName = Literal["load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "warm_compile"]
+StageName = Literal[
+    "load", "eager", "dynamo", "aot", "inductor", "report", "benchmark", "profile", "bisect", "warm_compile"
+]
 STAGES: tuple[StageName, ...] = get_args(StageName)
 
 ConfigName = Literal[
@@ -200,6 +202,7 @@ TimelinePhaseName = Literal[
     "ladder_setup",
     "benchmark",
     "profile",
+    "bisect",
     "write_report",
     "warm_compile",
     "process_exit",
@@ -230,6 +233,8 @@ TIMELINE_PHASES: dict[TimelinePhaseName, str] = {
     "benchmark": "child: with a config, that rung's own compile and first call; without, the timed rounds of every "
     "config together",
     "profile": "child: the recorded config's kernels under the profiler",
+    "bisect": "child: where a rung mismatched or failed, torch's compiler bisector compiles it again and again, "
+    "each time with a backend, subsystem or number of pass applications less, until it finds the first that breaks it",
     "write_report": "child: report.json is written (and, when a warm compile follows, the report before it)",
     "warm_compile": "child: after the report was stored (which shows it as still measuring): the recorded config "
     "compiled again in two fresh processes (cold vs warm), each of which then times every config (runtime.processes)",

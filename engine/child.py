@@ -37,6 +37,7 @@ STAGE_PHASES = {
     "report": "collect",
     "benchmark": "benchmark",
     "profile": "profile",
+    "bisect": "bisect",
     "warm_compile": "warm_compile",
 }
 # What runs between the stage before and this stage's first begin: the recorded compile's hooks are installed, the
@@ -222,11 +223,12 @@ def pipeline() -> list:
     """The registered stages, in order. Imported here, in the child only (they import torch), after the load stage
     has begun: torch's import time is part of it."""
     from engine.stages.capture import CaptureStage
+    from engine.stages.runtime.bisect import BisectStage
     from engine.stages.runtime.ladder import LadderStage, ReferenceStage
     from engine.stages.runtime.warm_compile import WarmCompileStage
     from engine.usercode import LoadStage
 
-    return [LoadStage(), ReferenceStage(), CaptureStage(), LadderStage(), WarmCompileStage()]
+    return [LoadStage(), ReferenceStage(), CaptureStage(), LadderStage(), BisectStage(), WarmCompileStage()]
 
 
 def post_report_pipeline(job: Job) -> list:

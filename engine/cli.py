@@ -277,6 +277,9 @@ def _runtime_lines(report: dict) -> list[str]:
     correctness = rt.get("correctness") or {}
     if correctness.get("text"):
         lines.append(f"correctness: {correctness['text']}")
+    if rt.get("bisect"):
+        bisect = rt["bisect"]
+        lines.append(f"bisect: {bisect['text']} ({len(bisect['steps'])} compiles, {bisect.get('seconds') or 0:.1f}s)")
     if (rt.get("load") or {}).get("text"):
         lines.append(f"machine: {rt['load']['text']}")
     if (rt.get("kernel_profile_summary") or {}).get("text"):

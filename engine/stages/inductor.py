@@ -52,11 +52,18 @@ class InductorCollector(Collector):
         if self.ctx.device == "cpu":
             with self.ctx.guard("inductor.cpp_kernel_profile"):
                 inductor_config.cpp.enable_kernel_profile = True  # cpp kernels appear by name in the profiler
+        # The slots may hold the user's own passes (their file ran already): those run first, inside the hooks.
         with self.ctx.guard("inductor.post_grad_graph"):
-            inductor_config.post_grad_custom_post_pass = _hook(self.record_post_grad, "post-grad")
+            inductor_config.post_grad_custom_post_pass = _hook(
+                self.record_post_grad, "post-grad", inductor_config.post_grad_custom_post_pass
+            )
         with self.ctx.guard("inductor.scheduler_nodes"):
-            inductor_config._pre_fusion_custom_pass = _hook(self._record_pre_fusion, "pre-fusion")
-            inductor_config._post_fusion_custom_pass = _hook(self._record_post_fusion, "post-fusion")
+            inductor_config._pre_fusion_custom_pass = _hook(
+                self._record_pre_fusion, "pre-fusion", inductor_config._pre_fusion_custom_pass
+            )
+            inductor_config._post_fusion_custom_pass = _hook(
+                self._record_post_fusion, "post-fusion", inductor_config._post_fusion_custom_pass
+            )
         metrics.reset()
 
     def compile(self, gm, example_inputs, mode: str | None, on_inductor=None):
@@ -217,18 +224,25 @@ def _user_lines_of(nodes: list[dict]) -> list[dict]:
     return [lines[k] for k in sorted(lines)]
 
 
-def _hook(fn, name: str):
+def _hook(fn, name: str, user_pass=None):
     """A recording pass for an Inductor config slot. It must be a CustomGraphPass (post-grad passes take part in
-    cache keys), and Inductor deep-copies config snapshots: every copy must call the one collector."""
+    cache keys), and Inductor deep-copies config snapshots: every copy must call the one collector. ``user_pass``:
+    what the user's file put in the slot; it runs first (it is part of the compile being recorded)."""
     from torch._inductor.custom_graph_pass import CustomGraphPass
 
     class RecordingPass(CustomGraphPass):
         def __call__(self, arg):
+            if user_pass is not None:
+                changed = user_pass(arg)
+                arg = arg if changed is None else changed
             result = fn(arg)
             return arg if result is None else result
 
         def uuid(self):
-            return f"pt2scope-{name}"
+            if user_pass is None:
+                return f"pt2scope-{name}"
+            uuid = getattr(user_pass, "uuid", None)
+            return f"pt2scope-{name}-{uuid() if callable(uuid) else id(user_pass)}"
 
         def __deepcopy__(self, memo):
             return self
