@@ -833,6 +833,26 @@ class BisectStep(Model):
     seconds: float
 
 
+class Minified(Model):
+    """The smallest graph that still breaks the bisected rung: the graphs Dynamo handed its backend, the first that
+    breaks alone (torch's accuracy check against a float64 run, `backend_accuracy_fails`; for a failed rung, an
+    exception) shrunk by torch's FX minifier (`torch._functorch.fx_minifier.minifier`). Its repro.py:
+    `/r/<slug>/minified-repro.py`."""
+
+    status: Literal["minified", "not_reproduced", "stopped", "unavailable", "error"]
+    """`stopped`: out of the job's time, `code` the smallest graph so far"""
+    text: str
+    code: str | None = None
+    """the graph as printed code, inputs annotated with shape, stride and device"""
+    ops: dict[str, int] = {}
+    nodes_before: int | None = None
+    """nodes of the graph that broke, before minifying (placeholders and output not counted)"""
+    nodes_after: int | None = None
+    queries: int = 0
+    """compiles the search made"""
+    seconds: float | None = None
+
+
 class Bisect(Model):
     """torch's compiler bisector (`torch._inductor.compiler_bisector.CompilerBisector.do_bisect`) run on the first
     rung whose compared step mismatched eager or failed: it compiles that rung again with each backend of eager ->
@@ -865,6 +885,8 @@ class Bisect(Model):
     steps: list[BisectStep] = []
     seconds: float | None = None
     error: str | None = None
+    minified: Minified | None = None
+    """the rung's smallest breaking graph (runs after the bisector, in the same share of the job's time)"""
 
 
 class MachineLoad(Model):

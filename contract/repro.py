@@ -307,6 +307,21 @@ if __name__ == "__main__":
 '''
 
 
+def minified_payload(minified: dict, config: str) -> dict:
+    """runtime.bisect.minified as graph_repro reads a graph: its printed code, and its ops as node columns."""
+    targets = [op for op, count in (minified.get("ops") or {}).items() for _ in range(count)]
+    return {
+        "id": "minified",
+        "title": f"the smallest graph that breaks {config}",
+        "code": minified.get("code") or "",
+        "names": [],
+        "columns": {
+            "op": {"values": ["call_function"], "index": [0] * len(targets)},
+            "target": {"values": targets, "index": list(range(len(targets)))},
+        },
+    }
+
+
 # --- one kernel alone ----------------------------------------------------------------------------------------------
 
 

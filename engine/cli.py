@@ -280,6 +280,8 @@ def _runtime_lines(report: dict) -> list[str]:
     if rt.get("bisect"):
         bisect = rt["bisect"]
         lines.append(f"bisect: {bisect['text']} ({len(bisect['steps'])} compiles, {bisect.get('seconds') or 0:.1f}s)")
+        if bisect.get("minified"):
+            lines.append(f"minified: {bisect['minified']['text']}")
     if (rt.get("load") or {}).get("text"):
         lines.append(f"machine: {rt['load']['text']}")
     if (rt.get("kernel_profile_summary") or {}).get("text"):

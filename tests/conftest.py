@@ -18,6 +18,7 @@ MARKERS = {
     "": "unit",  # tests/*.py: the import rules, the job limits
     "web": "unit",
     "web/test_repro.py": "torch",  # runs the downloaded scripts
+    "web/test_bisect_page.py": "torch",  # runs the minified repro
     "contract": "unit",
     "engine": "torch",
     "workers": "torch",

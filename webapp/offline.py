@@ -137,6 +137,7 @@ def inline_links(
 
     if repro_text is not None:
         html = re.sub(rf'href="{re.escape(prefix)}/graphs/(?P<id>[\w-]+)/repro\.py"', repro, html)
+        html = re.sub(rf'href="{re.escape(prefix)}/(?P<id>minified)-repro\.py"', repro, html)
 
     def kernel_repro(match):
         script, why_not = kernel_repro_text(int(match["index"]))

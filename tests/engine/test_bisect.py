@@ -3,6 +3,7 @@ known post-grad pass (tests/fixtures/models/broken_pass.py) is bisected by the j
 the pass turned off by name, confirms it. A rung that matches is never bisected."""
 
 import os
+import re
 import runpy
 import time
 
@@ -115,3 +116,20 @@ def test_a_bisect_out_of_time_stops_in_words_and_leaves_the_job_its_time():
     result = bisect_rung(job, entry)  # the first step would take about 3 s, twice that is past the share
     assert result["status"] == "stopped" and result["steps"] == []
     assert result["text"].startswith("Stopped after 0 steps: the bisect may use 75% of the job's 100 s")
+
+
+def test_the_minifier_cuts_the_graph_to_the_op_the_pass_breaks(broken):
+    report, _ = broken
+    minified = report["runtime"]["bisect"]["minified"]
+    assert minified["status"] == "minified", minified["text"]
+    # sin and cos are computed right; the multiply the pass turns into an add is what differs: it alone remains,
+    # fed by its two inputs.
+    assert minified["ops"] == {"_operator.mul": 1} and minified["nodes_after"] == 1
+    assert minified["nodes_before"] == 4  # sin, cos, mul, add
+    assert re.search(
+        r'def forward\(self, \w+: "f32\[64, 64\]\[64, 1\]cpu", \w+: "f32\[64, 64\]\[64, 1\]cpu"\)', minified["code"]
+    )
+    assert minified["queries"] > 1 and minified["text"].startswith(
+        "A graph of 1 node (_operator.mul), cut from one of 4"
+    )
+    assert "minified: A graph of 1 node" in summary(report)

@@ -25,6 +25,7 @@ from webapp.views.pages import (
     STAGE_TABS,
     TABS,
     kernel_repro_script,
+    minified_repro_script,
     part_html,
     repro_facts,
     repro_script,
@@ -133,7 +134,11 @@ def _inliner(session, run: Run):
             graph_text,
             part_text,
             functools.partial(runstore.compile_trace_text, session, run),
-            lambda graph_id: repro_script(session, run, graph_id, facts()),
+            lambda graph_id: (
+                minified_repro_script(session, run, facts())
+                if graph_id == "minified"
+                else repro_script(session, run, graph_id, facts())
+            ),
             kernel_script,
         )
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 
-from contract.repro import REPRO_GRAPHS, graph_repro, kernel_repro
-from contract.vocab import DEFAULT_CONFIGS, capture_config
+from contract.repro import REPRO_GRAPHS, graph_repro, kernel_repro, minified_payload
+from contract.vocab import CONFIGS, DEFAULT_CONFIGS, capture_config
 from storage import progress, runstore
 from storage.models import FINISHED_STATUSES, IMPORT, RUNNING, Run
 from webapp import context, security, tabs
@@ -416,6 +416,39 @@ def kernel_repro_script(
     return kernel_repro(
         inductor, index, device=facts["device"], torch_version=facts["torch_version"], source=facts["source"]
     )
+
+
+@bp.get("/r/<slug>/minified-repro.py")
+def minified_repro(slug: str):
+    """The repro.py of the smallest graph that still breaks the bisected rung (runtime.bisect.minified), compiled
+    with that rung's config."""
+    session = context.session()
+    run = _run_or_404(slug)
+    with heavy_slot():
+        script, why_not = minified_repro_script(session, run)
+    if script is None and why_not is None:
+        abort(404)
+    if script is None:
+        return Response(f"No repro.py for the minified graph: {why_not}.\n", status=422, mimetype="text/plain")
+    return Response(
+        script,
+        mimetype="text/x-python",
+        headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-minified-repro.py"'},
+    )
+
+
+def minified_repro_script(session, run: Run, facts: dict | None = None) -> tuple[str | None, str | None]:
+    """(the minified graph's repro.py, None), (None, why not), or (None, None) when the run has none."""
+    bisect = (runstore.load_sections(session, run, ["runtime"]).get("runtime") or {}).get("bisect") or {}
+    minified = bisect.get("minified") or {}
+    if not minified.get("code"):
+        return None, None
+    config = CONFIGS[bisect["config"]]
+    facts = {
+        **(facts or repro_facts(session, run)),
+        "config": {"name": config.name, "backend": config.backend, "mode": config.mode},
+    }
+    return graph_repro(minified_payload(minified, config.name), **facts)
 
 
 def repro_facts(session, run: Run) -> dict:

@@ -4,7 +4,8 @@ backend of eager -> aot_eager -> aot_eager_decomp_partition -> ... -> inductor, 
 subsystems off, then with only the first N applications of the guilty subsystem, and we answer each time whether
 the compared step (a fresh model copy, compiled anew) matches eager as the ladder judged it.
 
-The last stage of the child: each step starts with torch._dynamo.reset(), which drops every compiled rung."""
+Then the rung's smallest breaking graph (engine/stages/runtime/minify.py). The last stage of the child: each step
+starts with torch._dynamo.reset(), which drops every compiled rung."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import torch
 from contract.graphs import report_graphs
 from contract.vocab import CONFIGS
 from engine.stages.base import Stage
+from engine.stages.runtime.minify import OutOfTime, minify_rung
 
 # Of the job's time limit, what the bisect leaves for the steps after it (the report, the warm compile's start).
 RESERVE_SHARE = 0.25
@@ -32,10 +34,6 @@ SUBSYSTEM_GRAPHS = {
 }
 
 
-class OutOfTime(Exception):
-    pass
-
-
 class BisectStage(Stage):
     """The first built-in rung whose compared step mismatched eager or failed, bisected within the job's time."""
 
@@ -48,6 +46,7 @@ class BisectStage(Stage):
             return
         t0 = job.begin("bisect", config=entry["config"])
         rt["bisect"] = bisect_rung(job, entry)
+        rt["bisect"]["minified"] = minify_rung(job, CONFIGS[entry["config"]], entry, deadline(job))
         job.end("bisect", t0, config=entry["config"])
 
 
@@ -103,6 +102,11 @@ def bisect_rung(job, entry: dict) -> dict:
     return result
 
 
+def deadline(job) -> float:
+    """When the bisect and the minifier must have ended (time.monotonic()): a share of the job's time limit."""
+    return job.started + (job.request.get("time_limit_s") or 900) * (1 - RESERVE_SHARE)
+
+
 class Steps:
     """The bisector's test function: each call is one step, the rung compiled anew (the bisector picks the backend
     and what is off) and its compared step judged against eager; ``done`` the steps so far, as the report has them.
@@ -113,7 +117,7 @@ class Steps:
     def __init__(self, job, entry: dict, bisector):
         self.job, self.bisector, self.config = job, bisector, CONFIGS[entry["config"]]
         self.limit = job.request.get("time_limit_s") or 900
-        self.ends_at = job.started + self.limit * (1 - RESERVE_SHARE)
+        self.ends_at = deadline(job)
         self.first_call_s = (entry.get("first_call_ms") or 0) / 1000
         self.cudagraph_steps = self.config.mode == "reduce-overhead" and job.state.ctx.device == "cuda"
         self.done: list[dict] = []
