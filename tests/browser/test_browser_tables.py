@@ -21,6 +21,7 @@ TABLE_REPORTS = (
     "seed_gpu",
     "activation_chain",  # a training run with memory per rung (mlp_train.json predates it)
     "dynamic_sizes",  # the Dynamo tab's dynamic shapes
+    "broken_pass",  # the Runtime tab's bisect steps and minified graph
     "import_mlp_train_bf16_torch2_11",
     "import_mlp_train_torch2_13",
     "tiny_gpt",
