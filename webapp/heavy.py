@@ -16,11 +16,11 @@ _slots = threading.BoundedSemaphore(HEAVY_SLOTS)
 
 
 @contextmanager
-def heavy_slot(wait_s: float = HEAVY_WAIT_S, slots: threading.BoundedSemaphore = _slots):
-    """``wait_s``: how long a request may hold its thread waiting for one of ``slots`` (work that is computed, not
-    sent, such as a diff, waits little and has slots of its own: a thread that waits is one the other pages cannot
-    have, and a thread that computes holds the process's GIL)."""
-    if not slots.acquire(timeout=wait_s):
+def heavy_slot(wait_s: float | None = None, slots: threading.BoundedSemaphore = _slots):
+    """``wait_s``: how long a request may hold its thread waiting for one of ``slots`` (default HEAVY_WAIT_S, read
+    at each call; work that is computed, not sent, such as a diff, waits little and has slots of its own: a thread
+    that waits is one the other pages cannot have, and a thread that computes holds the process's GIL)."""
+    if not slots.acquire(timeout=HEAVY_WAIT_S if wait_s is None else wait_s):
         abort(
             make_response(
                 jsonify(error="The server is busy sending large reports: try again in a few seconds."),
