@@ -28,6 +28,12 @@ def parse(line: bytes) -> dict | None:
         raw = json.loads(line)
     except (ValueError, RecursionError):
         return None
+    if isinstance(raw, dict) and raw.get("event") == "message":  # a line of progress in words (the bisect's steps)
+        text = raw.get("text")
+        if not isinstance(text, str) or not text:
+            return None
+        printable = "".join(c for c in text[:MAX_MESSAGE_CHARS] if c.isprintable() or c == " ")
+        return {"event": "message", "text": printable} if printable else None
     if not isinstance(raw, dict) or raw.get("event") != "stage":
         return None
     stage, state = raw.get("stage"), raw.get("state")

@@ -1046,6 +1046,8 @@ class _Pump:
         return True
 
     def _note(self, event: dict) -> None:
+        if event["event"] != "stage":  # a message in words: forwarded, nothing to note
+            return
         self.last_stage = event["stage"]
         if event["stage"] == "warm_compile" and event["state"] == "started" and self.on_early_report:
             self.on_early_report, hand_over = None, self.on_early_report

@@ -61,6 +61,10 @@ def test_the_bisector_names_the_broken_pass(broken):
         ("bisect", "finished"),
     ]
     assert "bisect: inductor_default breaks in Inductor, subsystem post_grad_passes" in summary(report)
+    # Each step reaches the progress page as it ends, in words.
+    said = [e["text"] for e in events if e["event"] == "message" and e["text"].startswith("bisect ")]
+    assert len(said) == len(steps) and said[0].startswith("bisect inductor_default, step 1: eager: matches eager (")
+    assert any(": inductor, post_grad_passes off or cut short: breaks (" in text for text in said), said
 
 
 def test_torch_agrees_the_pass_is_the_cause():

@@ -62,6 +62,9 @@ def test_malformed_and_flooding_events_are_dropped_or_capped_and_the_job_succeed
     assert not any("\x00" in json.dumps(e, ensure_ascii=False) for e in received)
     assert sum(events.size(e) for e in received) <= events.EVENT_BYTES_LIMIT + 1000
     assert "further progress events were dropped" in received[-1]["text"]
+    # A message in words (as the bisect sends its steps) is kept, cut to its cap, with only printable characters.
+    (note,) = [e for e in received if e["event"] == "message" and e["text"].startswith("note")]
+    assert note == {"event": "message", "text": "note" + "z" * (events.MAX_MESSAGE_CHARS - 6)}
 
 
 def test_a_failing_event_handler_kills_the_whole_job_at_once(tmp_path):

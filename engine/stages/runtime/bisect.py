@@ -138,15 +138,24 @@ class Steps:
             passed = state.reference.judge(outs, grads)["verdict"] == "match"
         except Exception:  # noqa: BLE001 - a compile or step that raises is a failing step, as the rung's was
             passed = False
-        self.done.append(
-            {
-                "backend": backend or config.backend,
-                "subsystem": subsystem or None,
-                "passed": passed,
-                "seconds": round(time.perf_counter() - start, 3),
-            }
-        )
+        step = {
+            "backend": backend or config.backend,
+            "subsystem": subsystem or None,
+            "passed": passed,
+            "seconds": round(time.perf_counter() - start, 3),
+        }
+        self.done.append(step)
+        self.job.emit({"event": "message", "text": step_words(len(self.done), config.name, step)})
         return passed
+
+
+def step_words(number: int, config: str, step: dict) -> str:
+    """One step as the progress page lists it."""
+    where = step["backend"] + (f", {step['subsystem']} off or cut short" if step["subsystem"] else "")
+    return (
+        f"bisect {config}, step {number}: {where}: {'matches eager' if step['passed'] else 'breaks'} "
+        f"({step['seconds']:.1f} s)"
+    )
 
 
 def located(found, report: dict, recorded: bool) -> dict:

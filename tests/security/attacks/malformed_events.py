@@ -1,5 +1,5 @@
 # Attack: progress events the schema does not allow (a stage that is a list, a dict, 40 characters; a NUL in
-# the text; not JSON at all), then a flood of valid ones with 20 kB messages. None may crash the parent or its
+# the text; a message of 5,000 characters with a NUL and a control character; not JSON at all), then a flood of valid ones with 20 kB messages. None may crash the parent or its
 # database; the flood is capped in bytes with a message saying so.
 import json
 import os
@@ -13,6 +13,8 @@ for bad in (
     {"event": "stage", "stage": "x" * 40, "state": "started"},
     {"event": "stage", "stage": "load", "state": "started", "text": "nul\x00here", "message": "nul\x00here"},
     {"event": ["stage"]},
+    {"event": "message", "text": "note\x00\x1b" + "z" * 5000},
+    {"event": "message", "text": ["not", "text"]},
     [1, 2, 3],
     "text",
 ):
