@@ -36,6 +36,14 @@ export function kernelColors(name) {
   return [`hsl(${hue} 70% 90%)`, `hsl(${hue} 45% 30%)`];
 }
 
+/** [fill, border] of a node whose kernel took ``fraction`` (0-1) of the largest kernel's time: pale yellow to
+ *  light red, light enough everywhere for the node's text (tests/js/contrast.test.js). */
+export function timeColors(fraction) {
+  const f = Math.max(0, Math.min(1, Number.isFinite(fraction) ? fraction : 0));
+  const hue = (55 - 50 * f).toFixed(1), light = (95 - 9 * f).toFixed(1);
+  return [`hsl(${hue} 95% ${light}%)`, `hsl(${hue} 60% 30%)`];
+}
+
 /** The legend labels of a node's marks. */
 export function markLabels(marks) {
   return MARKS.filter(([test]) => test(marks)).map(([, , , label]) => label);
@@ -50,6 +58,14 @@ export class GraphPainter {
   constructor(canvas) {
     this.canvas = canvas;
     this.styles = new Map();  // see style()
+    this.times = null;  // the time overlay: {kernel: {share, ms}}, or null for the kernels' own hues
+  }
+
+  /** Colors nodes by their kernel's share of the step (``times``: {kernel: {share, ms}}) or, with null, as usual. */
+  setTimes(times) {
+    this.times = times;
+    this.largestShare = times ? Math.max(...Object.values(times).map((t) => t.share), 1e-9) : 0;
+    this.styles.clear();
   }
 
   /** [fill, border] of node i: by its marks, else input or op. Worked out once per distinct marks and op. */
@@ -61,7 +77,10 @@ export class GraphPainter {
     if (!style) {
       const marks = model.columns.marks.values[marksIndex] || {};
       const marked = MARKS.find(([test]) => test(marks));
-      if (marks.kernel) style = kernelColors(marks.kernel);
+      if (this.times) {
+        style = marks.kernel ? timeColors((this.times[marks.kernel]?.share ?? 0) / this.largestShare)
+          : input ? [COLORS.input, COLORS.inputBorder] : [COLORS.node, COLORS.border];
+      } else if (marks.kernel) style = kernelColors(marks.kernel);
       else if (marked) style = [marked[1], marked[2]];
       else style = input ? [COLORS.input, COLORS.inputBorder] : [COLORS.node, COLORS.border];
       this.styles.set(key, style);

@@ -9,7 +9,7 @@ import { argsOf, buildModel, chainOf, defaultExpanded, field, layoutInput, modul
 import { isUserFile } from "./contract.js";
 import { bindInteraction } from "./graph-interaction.js";
 import { describeFocus, enclosingGroup, firstItemIn, focusRect, focusedNode, itemOf, rectOf } from "./graph-model.js";
-import { COLORS, GraphPainter, MARKS, kernelColors, markLabels } from "./graph-painter.js";
+import { COLORS, GraphPainter, MARKS, kernelColors, markLabels, timeColors } from "./graph-painter.js";
 import { LayoutClient } from "./graph-rpc.js";
 
 export const viewers = new Map();  // graph id -> GraphViewer
@@ -269,6 +269,7 @@ export class GraphViewer {
     }));
     this.card.querySelector("[data-action=expand]").addEventListener("click", () => this.setAllExpanded(true));
     this.card.querySelector("[data-action=collapse]").addEventListener("click", () => this.setAllExpanded(false));
+    this.card.querySelector("[data-action=time]")?.addEventListener("click", () => this.load().then(() => this.toggleTimes()));
     this.search.addEventListener("input", () => this.load().then(() => this.runSearch(false)));
     this.search.addEventListener("keydown", (event) => {
       if (event.key === "Enter") {
@@ -279,6 +280,18 @@ export class GraphViewer {
     const code = this.card.querySelector(".graph-code");
     code?.addEventListener("toggle", () => { if (code.open) this.load().then(() => this.showCode()); });
     new ResizeObserver(() => { if (this.layout) { this.resize(); this.draw(); } }).observe(this.stage);
+  }
+
+  /** The time overlay on or off: each node colored by the share of the step's time of the kernel it was fused
+   *  into (the card's data-kernel-times, from the profiled step), with a legend of the kernels by time. */
+  toggleTimes() {
+    const on = !this.painter.times;
+    this.painter.setTimes(on ? JSON.parse(this.card.dataset.kernelTimes) : null);
+    this.card.dataset.overlay = on ? "time" : "";
+    this.card.querySelector("[data-action=time]").setAttribute("aria-pressed", String(on));
+    this.drawLegend();
+    this.draw();
+    if (this.selected >= 0) this.showDetails(this.selected);
   }
 
   async setAllExpanded(open) {
@@ -435,6 +448,8 @@ export class GraphViewer {
       add("kernel", element("a", { href: here ? `#kernel-${marks.kernel}` : `${this.card.dataset.inductorUrl}#kernel-${marks.kernel}`,
         textContent: marks.kernel, className: "kernel-link" }));
     } else if ("kernel" in marks && node.op === "call_function") add("kernel", "none (a library call or no code)");
+    const time = marks.kernel && this.card.dataset.kernelTimes ? JSON.parse(this.card.dataset.kernelTimes)[marks.kernel] : null;
+    if (time) add("time", `${(100 * time.share).toFixed(1)}% of the profiled step (${time.ms.toPrecision(3)} ms per step), its kernel's`);
     const links = (list) => Array.from(list, (j) => element("button", { type: "button", className: "chip node-button",
       textContent: this.model.names[j], dataset: { node: this.model.names[j] } }));
     if (argsOf(this.model, i).length) add("reads", ...links(argsOf(this.model, i)));
@@ -448,6 +463,7 @@ export class GraphViewer {
   }
 
   drawLegend() {
+    if (this.painter.times) return this.drawTimeLegend();
     const entries = new Map();
     for (const value of this.model.columns.marks.values) {  // each distinct marks, in graph order
       const marks = value || {};
@@ -461,6 +477,24 @@ export class GraphViewer {
       swatch.style.borderColor = border;
       return element("span", { className: "legend-entry" }, [swatch, label]);
     }));
+  }
+
+  /** The time overlay's legend: this graph's kernels, slowest first, each with its share of the step. */
+  drawTimeLegend() {
+    const times = this.painter.times;
+    const kernels = [...new Set(this.model.columns.marks.values.map((m) => m?.kernel).filter(Boolean))];
+    kernels.sort((a, b) => (times[b]?.share ?? 0) - (times[a]?.share ?? 0));
+    const entry = ([fill, border], label) => {
+      const swatch = element("span", { className: "swatch" });
+      swatch.style.background = fill;
+      swatch.style.borderColor = border;
+      return element("span", { className: "legend-entry" }, [swatch, label]);
+    };
+    this.legend.replaceChildren(
+      element("span", { className: "legend-title", textContent: "Share of the profiled step's time, by kernel:" }),
+      ...kernels.map((k) => entry(timeColors((times[k]?.share ?? 0) / this.painter.largestShare),
+        `${k} ${times[k] ? `${(100 * times[k].share).toFixed(1)}%` : "(not in the profile)"}`)),
+      entry([COLORS.node, COLORS.border], "no generated kernel (a library call, a view, an input)"));
   }
 }
 

@@ -228,3 +228,30 @@ def test_the_runtime_tab_shows_the_users_backend_rung_and_opens_the_graph_it_rec
     details.locator("a.line-link").click()
     box = page.locator("#line-provenance")
     expect(box).to_contain_text("Nodes your backends received (4)")
+
+
+def test_color_by_time_colors_each_node_by_its_kernels_share_of_the_step(site, sample_runs, page):
+    """Issue 24 item 4 on the CPU: the post-grad graph of a training run (three kernels of the profiled step) in the
+    time overlay: the legend lists the kernels slowest first with the report's shares, a node's details say its
+    kernel's share, and the toggle restores the kernels' own colors."""
+    from tests.browser.conftest import read_sample_report
+
+    profile = read_sample_report("activation_chain")["runtime"]["kernel_profile"]
+    shares = {row["kernel"]: row["share"] for row in profile if row["kernel"]}
+    page.goto(report_url(site, sample_runs, "activation_chain", "inductor") + "#graph-postgrad-1/sum_1")
+    graph = page.locator("#graph-postgrad-1")  # the backward graph
+    expect(graph).to_have_attribute("data-selected", "sum_1")
+    button = graph.locator("[data-action=time]")
+    button.click()
+    expect(graph).to_have_attribute("data-overlay", "time")
+    expect(button).to_have_attribute("aria-pressed", "true")
+    legend = graph.locator(".graph-legend .legend-entry")
+    backward = [k for k in shares if k in graph.locator(".graph-legend").inner_text()]
+    assert backward, graph.locator(".graph-legend").inner_text()
+    expected = [f"{k} {100 * shares[k]:.1f}%" for k in sorted(backward, key=lambda k: -shares[k])]
+    assert legend.all_inner_texts()[: len(expected)] == expected
+    kernel = graph.locator(".graph-info a.kernel-link").inner_text()
+    expect(graph.locator(".graph-info")).to_contain_text(f"{100 * shares[kernel]:.1f}% of the profiled step")
+    button.click()
+    expect(graph).to_have_attribute("data-overlay", "")
+    expect(graph.locator(".graph-legend")).not_to_contain_text("Share of the profiled step")

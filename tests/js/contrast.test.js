@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { BOX_DEPTH_CHECKED, COLORS, MARKS, kernelColors } from "../../static/js/graph-painter.js";
+import { BOX_DEPTH_CHECKED, COLORS, MARKS, kernelColors, timeColors } from "../../static/js/graph-painter.js";
 import { ROOT } from "./graphs.js";
 
 /** [r, g, b, a] (0-1) of a CSS colour as the painter writes them: #rrggbb, rgba(), hsl(h s% l%). */
@@ -52,6 +52,8 @@ const backgrounds = stageColours.flatMap((colour) => {
 
 // Kernel colours: their hue is a hash of the name, so many names cover the hue circle.
 const kernels = Array.from({ length: 2000 }, (_, k) => kernelColors(`triton_poi_fused_${k}`));
+// The time overlay's colours, from the kernel with no time to the slowest, and past both ends.
+const times = [-1, ...Array.from({ length: 101 }, (_, k) => k / 100), 2, NaN].map(timeColors);
 
 const lines = {
   edge: COLORS.edge, "node border": COLORS.border, "input tag border": COLORS.inputBorder,
@@ -72,7 +74,7 @@ test("lines, borders and rings: at least 3:1 against every background", () => {
       assert.ok(ratio >= 3, `${name} ${colour} on ${background.name}: ${ratio.toFixed(2)}:1`);
     }
   }
-  for (const [, border] of kernels) {
+  for (const [, border] of [...kernels, ...times]) {
     for (const background of backgrounds) {
       const ratio = contrast(parse(border), background.rgb);
       assert.ok(ratio >= 3, `kernel border ${border} on ${background.name}: ${ratio.toFixed(2)}:1`);
@@ -94,6 +96,11 @@ test("text: at least 4.5:1 against the fill it is written on", () => {
     for (const [textName, text] of [["name", COLORS.ink], ["op", COLORS.muted]]) {
       const ratio = contrast(parse(text), parse(fill));
       assert.ok(ratio >= 4.5, `${textName} ${text} on ${name} ${fill}: ${ratio.toFixed(2)}:1`);
+    }
+  }
+  for (const [fill] of times) {
+    for (const text of [COLORS.ink, COLORS.muted]) {
+      assert.ok(contrast(parse(text), parse(fill)) >= 4.5, `text ${text} on time fill ${fill}`);
     }
   }
   for (const [fill] of kernels) {

@@ -73,6 +73,13 @@ def kernel_rows(inductor: Inductor, runtime: Runtime | None, device_name: str | 
     return rows
 
 
+def kernel_times(runtime: Runtime | None) -> dict[str, dict]:
+    """Each generated kernel's share of the profiled step and its milliseconds per step (the graph viewers' time
+    overlay: static/js/graph-view.js); empty where no step was profiled."""
+    rows = runtime.kernel_profile if runtime else []
+    return {r.kernel: {"share": round(r.share, 6), "ms": round(r.total_ms, 6)} for r in rows if r.kernel}
+
+
 def other_profiled_ops(runtime: Runtime | None, limit: int = 12) -> list:
     """What the step spent outside generated kernels (library calls such as aten::mm), by time."""
     rows = [row for row in (runtime.kernel_profile if runtime else []) if not row.generated]
