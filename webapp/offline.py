@@ -116,15 +116,25 @@ def data_url(text: str, mimetype: str = "application/json") -> str:
 
 
 def inline_links(
-    html: str, slug: str, graph_text, part_text=None, trace_text=None, repro_text=None, kernel_repro_text=None
+    html: str,
+    slug: str,
+    graph_text,
+    part_text=None,
+    trace_text=None,
+    repro_text=None,
+    kernel_repro_text=None,
+    line_times_text=None,
 ) -> str:
     """Links between the report's pages become links inside the one page; graph URLs, the parts a fold loads
     when opened (a kernel's source, a frame's guards, the output code), the compile trace's download and each
     graph's and kernel's repro.py become data: URLs (``graph_text(graph_id)`` -> the stored payload text,
     ``part_text(tab, kind, key)`` -> the fragment's HTML, ``trace_text()`` -> the trace's JSON,
-    ``repro_text(graph_id)`` and ``kernel_repro_text(index)`` -> (the script, or None and why not); either may give
-    None)."""
+    ``repro_text(graph_id)`` and ``kernel_repro_text(index)`` -> (the script, or None and why not),
+    ``line_times_text()`` -> the Dynamo graphs' time overlay; either may give None)."""
     prefix = f"/r/{slug}"
+    times_link = f'data-times-url="{prefix}/line-times.json"'
+    if line_times_text is not None and times_link in html:
+        html = html.replace(times_link, f'data-times-url="{data_url(line_times_text())}"')
     trace_link = f'href="{prefix}/compile-trace.json"'
     if trace_text is not None and trace_link in html:
         html = html.replace(trace_link, f'href="{data_url(trace_text())}"')

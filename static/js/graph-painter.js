@@ -58,18 +58,35 @@ export class GraphPainter {
   constructor(canvas) {
     this.canvas = canvas;
     this.styles = new Map();  // see style()
-    this.times = null;  // the time overlay: {kernel: {share, ms}}, or null for the kernels' own hues
+    this.times = null;  // the time overlay: {key: {share, ms}}, or null for the usual colours
   }
 
-  /** Colors nodes by their kernel's share of the step (``times``: {kernel: {share, ms}}) or, with null, as usual. */
-  setTimes(times) {
+  /** Colours node i by the share of the step of times[keyOf(i)] (a kernel's, or a line's kernels'), a node without
+   *  one plainly; with null times, as usual. */
+  setTimes(times, keyOf = null) {
     this.times = times;
+    this.timeKey = keyOf;
     this.largestShare = times ? Math.max(...Object.values(times).map((t) => t.share), 1e-9) : 0;
     this.styles.clear();
   }
 
+  timeStyle(model, i) {
+    const op = field(model, "op", i), input = op === "placeholder" || op === "get_attr";
+    const key = input ? null : this.timeKey(i);
+    const cacheKey = `time:${key}:${input}`;
+    let style = this.styles.get(cacheKey);
+    if (!style) {
+      const time = key === null || key === undefined ? undefined : this.times[key];
+      if (time) style = timeColors(time.share / this.largestShare);
+      else style = input ? [COLORS.input, COLORS.inputBorder] : [COLORS.node, COLORS.border];
+      this.styles.set(cacheKey, style);
+    }
+    return style;
+  }
+
   /** [fill, border] of node i: by its marks, else input or op. Worked out once per distinct marks and op. */
   style(model, i) {
+    if (this.times) return this.timeStyle(model, i);
     const marksIndex = model.columns.marks.index[i], op = field(model, "op", i);
     const input = op === "placeholder" || op === "get_attr";
     const key = 2 * marksIndex + (input ? 1 : 0);
@@ -77,10 +94,7 @@ export class GraphPainter {
     if (!style) {
       const marks = model.columns.marks.values[marksIndex] || {};
       const marked = MARKS.find(([test]) => test(marks));
-      if (this.times) {
-        style = marks.kernel ? timeColors((this.times[marks.kernel]?.share ?? 0) / this.largestShare)
-          : input ? [COLORS.input, COLORS.inputBorder] : [COLORS.node, COLORS.border];
-      } else if (marks.kernel) style = kernelColors(marks.kernel);
+      if (marks.kernel) style = kernelColors(marks.kernel);
       else if (marked) style = [marked[1], marked[2]];
       else style = input ? [COLORS.input, COLORS.inputBorder] : [COLORS.node, COLORS.border];
       this.styles.set(key, style);

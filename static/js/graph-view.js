@@ -283,15 +283,31 @@ export class GraphViewer {
   }
 
   /** The time overlay on or off: each node colored by the share of the step's time of the kernel it was fused
-   *  into (the card's data-kernel-times, from the profiled step), with a legend of the kernels by time. */
-  toggleTimes() {
-    const on = !this.painter.times;
-    this.painter.setTimes(on ? JSON.parse(this.card.dataset.kernelTimes) : null);
-    this.card.dataset.overlay = on ? "time" : "";
-    this.card.querySelector("[data-action=time]").setAttribute("aria-pressed", String(on));
+   *  into (post-grad graphs: the card's data-times) or of the kernels built from its line of the user's file (Dynamo
+   *  graphs: fetched from data-times-url when first asked for), with a legend of them by time. */
+  async toggleTimes() {
+    this.overlay = this.painter.times ? null : await this.timesData();
+    this.painter.setTimes(this.overlay?.times ?? null, this.overlay && this.timeKeyOf(this.overlay.by));
+    this.card.dataset.overlay = this.overlay ? "time" : "";
+    this.card.querySelector("[data-action=time]").setAttribute("aria-pressed", String(Boolean(this.overlay)));
     this.drawLegend();
     this.draw();
     if (this.selected >= 0) this.showDetails(this.selected);
+  }
+
+  timesData() {
+    if (this.card.dataset.times) return Promise.resolve(JSON.parse(this.card.dataset.times));
+    this.timesLoading ??= fetch(this.card.dataset.timesUrl, { headers: { Accept: "application/json" } })
+      .then((response) => (response.ok ? response.json() : { by: "line", times: {}, failed: response.status }));
+    return this.timesLoading;
+  }
+
+  /** The overlay's key of node i: its kernel, or its line where the node is the user's. */
+  timeKeyOf(by) {
+    const model = this.model;
+    if (by === "kernel") return (i) => model.columns.marks.values[model.columns.marks.index[i]]?.kernel ?? null;
+    return (i) => (isUserFile(field(model, "file", i), this.card.dataset.sourceFile) && field(model, "line", i)
+      ? String(field(model, "line", i)) : null);
   }
 
   async setAllExpanded(open) {
@@ -448,8 +464,13 @@ export class GraphViewer {
       add("kernel", element("a", { href: here ? `#kernel-${marks.kernel}` : `${this.card.dataset.inductorUrl}#kernel-${marks.kernel}`,
         textContent: marks.kernel, className: "kernel-link" }));
     } else if ("kernel" in marks && node.op === "call_function") add("kernel", "none (a library call or no code)");
-    const time = marks.kernel && this.card.dataset.kernelTimes ? JSON.parse(this.card.dataset.kernelTimes)[marks.kernel] : null;
-    if (time) add("time", `${(100 * time.share).toFixed(1)}% of the profiled step (${time.ms.toPrecision(3)} ms per step), its kernel's`);
+    const overlay = this.overlay ?? (this.card.dataset.times ? JSON.parse(this.card.dataset.times) : null);
+    const key = overlay && this.timeKeyOf(overlay.by)(i);
+    const time = key ? overlay.times[key] : null;
+    if (time) {
+      add("time", `${(100 * time.share).toFixed(1)}% of the profiled step (${time.ms.toPrecision(3)} ms per step), `
+        + (overlay.by === "kernel" ? "its kernel's" : `in the kernels built from line ${key}: ${time.kernels.join(", ")}`));
+    }
     const links = (list) => Array.from(list, (j) => element("button", { type: "button", className: "chip node-button",
       textContent: this.model.names[j], dataset: { node: this.model.names[j] } }));
     if (argsOf(this.model, i).length) add("reads", ...links(argsOf(this.model, i)));
@@ -479,22 +500,30 @@ export class GraphViewer {
     }));
   }
 
-  /** The time overlay's legend: this graph's kernels, slowest first, each with its share of the step. */
+  /** The time overlay's legend: this graph's kernels (or lines), slowest first, each with its share of the step. */
   drawTimeLegend() {
-    const times = this.painter.times;
-    const kernels = [...new Set(this.model.columns.marks.values.map((m) => m?.kernel).filter(Boolean))];
-    kernels.sort((a, b) => (times[b]?.share ?? 0) - (times[a]?.share ?? 0));
+    const { by, times } = this.overlay;
+    const keyOf = this.timeKeyOf(by);
+    const keys = [...new Set(Array.from({ length: this.model.count }, (_, i) => keyOf(i)).filter(Boolean))];
+    keys.sort((a, b) => (times[b]?.share ?? -1) - (times[a]?.share ?? -1));
     const entry = ([fill, border], label) => {
       const swatch = element("span", { className: "swatch" });
       swatch.style.background = fill;
       swatch.style.borderColor = border;
       return element("span", { className: "legend-entry" }, [swatch, label]);
     };
+    const label = (k) => {
+      const share = times[k] ? `${(100 * times[k].share).toFixed(1)}%` : "(not in the profile)";
+      return by === "kernel" ? `${k} ${share}` : `line ${k} ${share}${times[k] ? ` (${times[k].kernels.join(", ")})` : ""}`;
+    };
+    const shown = by === "kernel" ? keys : keys.filter((k) => times[k]);
     this.legend.replaceChildren(
-      element("span", { className: "legend-title", textContent: "Share of the profiled step's time, by kernel:" }),
-      ...kernels.map((k) => entry(timeColors((times[k]?.share ?? 0) / this.painter.largestShare),
-        `${k} ${times[k] ? `${(100 * times[k].share).toFixed(1)}%` : "(not in the profile)"}`)),
-      entry([COLORS.node, COLORS.border], "no generated kernel (a library call, a view, an input)"));
+      element("span", { className: "legend-title", textContent: by === "kernel"
+        ? "Share of the profiled step's time, by kernel:"
+        : "Share of the profiled step's time, by the kernels built from each line:" }),
+      ...shown.map((k) => entry(times[k] ? timeColors(times[k].share / this.painter.largestShare) : [COLORS.node, COLORS.border], label(k))),
+      entry([COLORS.node, COLORS.border], by === "kernel" ? "no generated kernel (a library call, a view, an input)"
+        : "no timed kernel built from its line"));
   }
 }
 

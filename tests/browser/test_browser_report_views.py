@@ -255,3 +255,15 @@ def test_color_by_time_colors_each_node_by_its_kernels_share_of_the_step(site, s
     button.click()
     expect(graph).to_have_attribute("data-overlay", "")
     expect(graph.locator(".graph-legend")).not_to_contain_text("Share of the profiled step")
+
+
+def test_color_by_time_on_the_dynamo_graph_follows_the_users_lines(site, sample_runs, page):
+    """The same overlay on Dynamo's graph, through provenance: a node takes the time of the kernels built from its
+    line (the seed: one kernel from line 6, the whole profiled step), fetched when first asked for."""
+    page.goto(report_url(site, sample_runs, "seed", "dynamo") + "#graph-dynamo-0/mul")
+    graph = page.locator("#graph-dynamo-0")
+    expect(graph).to_have_attribute("data-selected", "mul")
+    graph.locator("[data-action=time]").click()
+    expect(graph).to_have_attribute("data-overlay", "time")
+    expect(graph.locator(".graph-legend")).to_contain_text(f"line 6 100.0% ({SEED_KERNEL})")
+    expect(graph.locator(".graph-info")).to_contain_text(f"in the kernels built from line 6: {SEED_KERNEL}")

@@ -73,11 +73,31 @@ def kernel_rows(inductor: Inductor, runtime: Runtime | None, device_name: str | 
     return rows
 
 
-def kernel_times(runtime: Runtime | None) -> dict[str, dict]:
-    """Each generated kernel's share of the profiled step and its milliseconds per step (the graph viewers' time
-    overlay: static/js/graph-view.js); empty where no step was profiled."""
+def kernel_times(runtime: Runtime | None) -> dict | None:
+    """The post-grad graphs' time overlay (static/js/graph-view.js): {by: "kernel", times: {kernel: {share, ms}}},
+    each generated kernel's share of the profiled step and its milliseconds per step; None where none was
+    profiled."""
     rows = runtime.kernel_profile if runtime else []
-    return {r.kernel: {"share": round(r.share, 6), "ms": round(r.total_ms, 6)} for r in rows if r.kernel}
+    times = {r.kernel: {"share": round(r.share, 6), "ms": round(r.total_ms, 6)} for r in rows if r.kernel}
+    return {"by": "kernel", "times": times} if times else None
+
+
+def line_times(inductor: Inductor, runtime: Runtime | None) -> dict:
+    """The Dynamo graphs' time overlay, through the user's lines: {by: "line", times: {line: {share, ms,
+    kernels}}}, each line of the user's file with the kernels built from it (a kernel's source lines) and their
+    shares of the profiled step summed (a kernel built from several lines counts in full for each)."""
+    profile = (kernel_times(runtime) or {}).get("times") or {}
+    times: dict[str, dict] = {}
+    for kernel in inductor.kernels:
+        if kernel.name not in profile:
+            continue
+        for line in {source.line for source in kernel.source_lines}:
+            entry = times.setdefault(str(line), {"share": 0.0, "ms": 0.0, "kernels": []})
+            if kernel.name not in entry["kernels"]:
+                entry["share"] += profile[kernel.name]["share"]
+                entry["ms"] += profile[kernel.name]["ms"]
+                entry["kernels"].append(kernel.name)
+    return {"by": "line", "times": times}
 
 
 def other_profiled_ops(runtime: Runtime | None, limit: int = 12) -> list:

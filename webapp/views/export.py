@@ -25,6 +25,7 @@ from webapp.views.pages import (
     STAGE_TABS,
     TABS,
     kernel_repro_script,
+    line_times_text,
     minified_repro_script,
     part_html,
     repro_facts,
@@ -140,6 +141,7 @@ def _inliner(session, run: Run):
                 else repro_script(session, run, graph_id, facts())
             ),
             kernel_script,
+            functools.cache(lambda: line_times_text(session, run)),
         )
 
     # Each kernel's script carries its whole output code: a model of a hundred kernels would carry it a hundred

@@ -17,6 +17,7 @@ from webapp.heavy import heavy_slot
 from webapp.render import Renderer, listing, stylesheet, title_of
 from webapp.submission import DEVICE_LABELS, TRAIN_CHOICES, config_choices, validate
 from webapp.tabs import generic, overview
+from webapp.tabs import inductor as inductor_tab
 from webapp.views.api import RATE_LIMITED, measured_by, submit
 
 bp = Blueprint("pages", __name__)
@@ -416,6 +417,22 @@ def kernel_repro_script(
     return kernel_repro(
         inductor, index, device=facts["device"], torch_version=facts["torch_version"], source=facts["source"]
     )
+
+
+@bp.get("/r/<slug>/line-times.json")
+def line_times(slug: str):
+    """The Dynamo graphs' time overlay: each line of the user's file with the kernels built from it and their share
+    of the profiled step (webapp/tabs/inductor.py line_times); fetched when a reader first asks for it."""
+    return Response(line_times_text(context.session(), _run_or_404(slug)), mimetype="application/json")
+
+
+def line_times_text(session, run: Run) -> str:
+    with heavy_slot():
+        sections = runstore.load_sections(session, run, ["inductor", "runtime"], outlines=True)
+    models = tabs.section_models(sections)
+    if "inductor" not in models:
+        return json.dumps({"by": "line", "times": {}})
+    return json.dumps(inductor_tab.line_times(models["inductor"], models.get("runtime")))
 
 
 @bp.get("/r/<slug>/minified-repro.py")
