@@ -36,7 +36,9 @@ def test_each_post_grad_card_carries_the_kernels_shares(site):
     assert [gid for gid, _ in cards] == ["postgrad-0", "postgrad-1"]
     overlay = json.loads(cards[0][1].replace("&#34;", '"'))
     assert overlay["by"] == "kernel"
-    assert {k: v["share"] for k, v in overlay["times"].items()} == pytest.approx(profile_shares("activation_chain"), abs=1e-6)
+    assert {k: v["share"] for k, v in overlay["times"].items()} == pytest.approx(
+        profile_shares("activation_chain"), abs=1e-6
+    )
 
 
 def test_the_dynamo_overlay_gives_each_line_its_kernels_time(site):
