@@ -46,7 +46,7 @@ def open_graph(page, url, graph_id):
 
 
 def tab_into(card):
-    card.locator("[data-action=collapse]").focus()
+    card.locator(".graph-toolbar button").last.focus()  # the toolbar's last control (Collapse all, or Color by time)
     card.page.keyboard.press("Tab")
     expect(card.locator("canvas")).to_be_focused()
 
