@@ -115,6 +115,19 @@ def data_url(text: str, mimetype: str = "application/json") -> str:
     return f"data:{mimetype};base64,{base64.b64encode(text.encode()).decode()}"
 
 
+def _inline_scripts(html: str, url: str, script_of, what: str) -> str:
+    """Each link to a download matching ``url`` (its key a named group) as a data: URL of the script
+    (``script_of(key)`` -> (script, None) or (None, why not)), or of the words saying why there is none."""
+
+    def inline(match):
+        script, why_not = script_of(match["key"])
+        if script is None:
+            return f'href="{data_url(f"No repro.py for this {what}: {why_not}.", "text/plain")}"'
+        return f'href="{data_url(script, "text/x-python")}"'
+
+    return re.sub(rf'href="{url}"', inline, html)
+
+
 def inline_links(
     html: str,
     slug: str,
@@ -139,24 +152,12 @@ def inline_links(
     if trace_text is not None and trace_link in html:
         html = html.replace(trace_link, f'href="{data_url(trace_text())}"')
 
-    def repro(match):
-        script, why_not = repro_text(match["id"])
-        if script is None:
-            return f'href="{data_url(f"No repro.py for this graph: {why_not}.", "text/plain")}"'
-        return f'href="{data_url(script, "text/x-python")}"'
-
     if repro_text is not None:
-        html = re.sub(rf'href="{re.escape(prefix)}/graphs/(?P<id>[\w-]+)/repro\.py"', repro, html)
-        html = re.sub(rf'href="{re.escape(prefix)}/(?P<id>minified)-repro\.py"', repro, html)
-
-    def kernel_repro(match):
-        script, why_not = kernel_repro_text(int(match["index"]))
-        if script is None:
-            return f'href="{data_url(f"No repro.py for this kernel: {why_not}.", "text/plain")}"'
-        return f'href="{data_url(script, "text/x-python")}"'
-
+        html = _inline_scripts(html, rf"{re.escape(prefix)}/graphs/(?P<key>[\w-]+)/repro\.py", repro_text, "graph")
+        html = _inline_scripts(html, rf"{re.escape(prefix)}/(?P<key>minified)-repro\.py", repro_text, "graph")
     if kernel_repro_text is not None:
-        html = re.sub(rf'href="{re.escape(prefix)}/kernels/(?P<index>\d+)/repro\.py"', kernel_repro, html)
+        by_index = lambda index: kernel_repro_text(int(index))  # noqa: E731
+        html = _inline_scripts(html, rf"{re.escape(prefix)}/kernels/(?P<key>\d+)/repro\.py", by_index, "kernel")
 
     def graph(match):
         text = graph_text(match["id"])
