@@ -480,6 +480,45 @@ class FusionDecision(Model):
     second_ops: list[str]
 
 
+class IrStage(Model):
+    """One stage of Triton's compile of a kernel, as its cache keeps it (SASS disassembled from the cubin)."""
+
+    stage: Literal["ttir", "ttgir", "llir", "ptx", "sass"]
+    text: str
+    truncated: bool = False
+    """the text was longer than the report keeps of one stage (`IR_STAGE_BYTES` in engine/readers/triton_ir.py)
+    and is cut at a line"""
+    lines: list[tuple[int, int]] = []
+    """(line in `text`, line in the kernel's `source`), 1-based: every line of this stage that carries a location
+    in the kernel's own file (Triton's `loc`, LLVM's `!DILocation`, PTX's `.loc`, nvdisasm's line info); a line
+    inlined from a helper is mapped to the kernel line that called it"""
+
+
+class DeviceCode(Model):
+    """A Triton kernel as Triton compiled it for the GPU: its IR stages and the launch it was compiled for (the
+    config autotuning chose when there were several)."""
+
+    stages: list[IrStage] = []
+    """in compile order: TTIR, TTGIR, LLIR, PTX, SASS"""
+    missing: list[str] = []
+    """a stage or figure not shown and why, in words (`sass: no disassembler ...`)"""
+    config: dict[str, int] = {}
+    """the compile-time block sizes of the launch chosen (`XBLOCK`, `R0_BLOCK`, ...)"""
+    num_warps: int | None = None
+    num_stages: int | None = None
+    shared_bytes: int | None = None
+    """static shared memory per block"""
+    registers: int | None = None
+    """registers per thread, as the driver reports for the loaded binary"""
+    spills: int | None = None
+    """bytes spilled to local memory per thread (the driver's `n_spills`)"""
+    target: str | None = None
+    """`cuda:90` (the architecture it was compiled for)"""
+    triton_version: str | None = None
+    compiled_variants: int = 1
+    """binaries Triton built for this kernel (one per autotuning config); `stages` are the chosen one's"""
+
+
 class Kernel(Model):
     name: str
     language: Literal["triton", "cpp", "cuda", "halide"]
@@ -502,6 +541,16 @@ class Kernel(Model):
     post_grad_nodes: list[str] = []
     """(imported logs) the post-grad nodes Inductor's provenance tracking names for it (`cppCodeToPost`); the
     source-node comment names nodes before decomposition"""
+    flops: int | None = None
+    """floating-point operations one call performs, summed over `source_nodes`: torch's formula where it has one
+    (`torch.utils.flop_counter`: matmuls, convolutions, attention), else one per output element (one per input
+    element for a reduction); null when a size is symbolic or no node was recorded. See `flops_source`"""
+    flops_source: Literal["formula", "estimate: one per element", "formula and estimate"] | None = None
+    compute_dtype: str | None = None
+    """the widest floating-point dtype its fused nodes compute (`float32`, `bfloat16`): which compute peak it is
+    placed under on the roofline"""
+    device_code: DeviceCode | None = None
+    """(Triton kernels on a GPU) what Triton compiled it to: each IR stage with its lines mapped to `source`"""
 
 
 class OutputCode(Model):
@@ -927,6 +976,47 @@ class MemoryBandwidth(Model):
     a GPU job's next child starts beside it and leaves the GPU to it, so a GPU job measures at hand-over"""
 
 
+class ComputePeaks(Model):
+    """This worker's measured matrix-multiply throughput (FLOP/s), once per job beside `memory_bandwidth`: the
+    roofs of the roofline. A peak is null where it was not measured (TF32 and BF16 on the CPU)."""
+
+    fp32: float | None = None
+    """float32 with TF32 off (on a GPU: its CUDA cores)"""
+    tf32: float | None = None
+    bf16: float | None = None
+    method: str | None = None
+    device: Device | None = None
+    measured_in_prestart: bool = False
+    """measured by the prestarted child before its job (as `memory_bandwidth`)"""
+
+
+class AutotuneChoice(Model):
+    name: str
+    """an Inductor template kernel (`triton_mm_4`), a library call (`extern_mm`) or a Triton config
+    (`XBLOCK: 1024, num_warps: 4, num_stages: 1`)"""
+    kind: Literal["template", "library", "config"]
+    ms: float | None
+    """its measured time per call; null where it failed to compile or run"""
+    chosen: bool
+    description: str | None = None
+    """its parameters as Inductor describes them (block sizes, warps, stages)"""
+
+
+class Autotune(Model):
+    """One autotuning decision: Inductor's algorithm selection for an op (max-autotune's templates against the
+    library kernel) or a Triton kernel's configs benchmarked at its first call."""
+
+    config: RungName
+    """the rung whose compile or first call made it"""
+    kind: Literal["algorithm", "configs"]
+    op: str
+    """the op (`mm`, `addmm`, `convolution`) or the Triton kernel whose configs were compared"""
+    inputs: list[str] = []
+    """the op's input sizes"""
+    choices: list[AutotuneChoice] = []
+    """fastest first"""
+
+
 class CudaGraphs(Model):
     """As seen while the rung compiled and warmed up (cudagraph_trees' debug log, Inductor's skip reasons)."""
 
@@ -986,7 +1076,8 @@ class Benchmark(Model):
     """the same over parameter gradients; null when not training"""
     grad_max_rel_error: float | None = None
     gpu_busy_ms: float | None = None
-    """GPU kernel time per step (profiler); null on CPU"""
+    """GPU kernel time per step (profiler); null on CPU. `median_ms - gpu_busy_ms` is the host's share: launches,
+    guards, Python (the Runtime tab's launch-overhead chart)"""
     cudagraphs: CudaGraphs
 
 
@@ -1006,6 +1097,19 @@ class KernelProfileRow(Model):
     bandwidth_bytes_per_s: float | None = None
     roofline_share: float | None = None
     """bandwidth / `memory_bandwidth.bytes_per_s`"""
+    flops_per_call: int | None = None
+    """the kernel's `flops`"""
+    flops_per_s: float | None = None
+    """achieved: flops_per_call x calls / time"""
+    arithmetic_intensity: float | None = None
+    """flops_per_call / bytes_per_call (FLOP per byte)"""
+    peak: Literal["fp32", "tf32", "bf16"] | None = None
+    """the compute peak it is placed under (`compute_peaks`): bf16 for kernels of 16-bit floats, else fp32"""
+    bound: Literal["memory", "compute"] | None = None
+    """which roof is lower at its arithmetic intensity: the copy bandwidth or the compute peak"""
+    attainable_share: float | None = None
+    """achieved FLOP/s over the roof at its intensity (min(peak, intensity x bandwidth)); for a kernel without
+    flops, its `roofline_share`"""
 
 
 class KernelProfileSummary(Model):
@@ -1061,6 +1165,7 @@ class Runtime(Model):
     correctness: LadderCorrectness = Field(default_factory=LadderCorrectness)
     load: MachineLoad = Field(default_factory=MachineLoad)
     memory_bandwidth: MemoryBandwidth = Field(default_factory=MemoryBandwidth)
+    compute_peaks: ComputePeaks = Field(default_factory=ComputePeaks)
     first_call_ms: float | None = None
     """the recorded config's first call (compile included)"""
     timing: Timing = Field(default_factory=Timing)
@@ -1070,6 +1175,8 @@ class Runtime(Model):
     """for the reduce-overhead config"""
     bisect: Bisect | None = None
     """where a rung mismatched or failed: what the compiler bisector found"""
+    autotune: list[Autotune] = []
+    """every autotuning decision of every rung (max-autotune's algorithm choices, Triton configs compared)"""
     kernel_profile: list[KernelProfileRow] = []
     kernel_profile_summary: KernelProfileSummary = Field(default_factory=KernelProfileSummary)
     job_seconds: float | None = None

@@ -26,6 +26,7 @@ from engine.readers.inductor_log import (
 )
 from engine.readers.nodes import op_histogram, short_op
 from engine.stages.base import Collector
+from engine.stages.triton_code import TritonBinaries
 
 
 class InductorCollector(Collector):
@@ -38,6 +39,9 @@ class InductorCollector(Collector):
         self.post_grad: list[dict] = []
         # (compile key, kind) -> {"compile_id", "nodes": {op: info}, "groups": [...]}
         self.scheduler: dict[tuple, dict] = {}
+        self.binaries = TritonBinaries(ctx)
+        self.flops: dict[tuple, tuple[int | None, str]] = {}  # (compile key, kind, node) -> (flops, how counted)
+        self.dtypes: dict[tuple, str] = {}  # (compile key, kind, node) -> its output's dtype
 
     def install(self) -> None:
         import torch._functorch.config as functorch_config
@@ -65,6 +69,7 @@ class InductorCollector(Collector):
                 self._record_post_fusion, "post-fusion", inductor_config._post_fusion_custom_pass
             )
         metrics.reset()
+        self.binaries.install()
 
     def compile(self, gm, example_inputs, mode: str | None, on_inductor=None):
         """backend="inductor" with ``mode``, its inner compile and partitioner recording (see aot.py).
@@ -116,6 +121,13 @@ class InductorCollector(Collector):
         )
         data["ops"] = op_histogram(data["nodes"])
         self.post_grad.append(data)
+        with self.ctx.guard("inductor.kernel_flops"):
+            flops = node_flops(graph)
+            key = (compile_key(data["compile_id"]), data["kind"])
+            self.flops.update({(*key, name): counted for name, counted in flops.items()})
+            self.dtypes.update(
+                {(*key, n["name"]): n.get("dtype") for n in data["nodes"] if isinstance(n.get("dtype"), str)}
+            )
 
     def _scheduler_entry(self):
         compile_id = current_compile_id()
@@ -152,6 +164,7 @@ class InductorCollector(Collector):
         ]
         section["kernels"] = self._kernels(outputs)
         self._mark_kernels_on_post_grad_nodes(section["kernels"])
+        self.binaries.attach(section["kernels"])
         section["post_grad_graphs"] = self.post_grad
         section.update(logtap.read(tap, "inductor.ir"))
         section["fusion_decisions"] = logtap.read(tap, "inductor.fusion", scheduler=self.scheduler)
@@ -203,7 +216,23 @@ class InductorCollector(Collector):
                 kernel["aten_ops"] = list(dict.fromkeys(short_op(t) for t in ops if t))
             if not kernel["source_lines"]:
                 kernel["source_lines"] = self._user_lines(kernel)
+            self._count_flops(kernel)
         return kernels
+
+    def _count_flops(self, kernel: dict) -> None:
+        """The kernel's ``flops`` and ``flops_source`` from its post-grad nodes' counts (``node_flops``)."""
+        key = (compile_key(kernel["compile_id"]), kernel["graph_kind"])
+        floats = [self.dtypes.get((*key, n)) for n in kernel["source_nodes"]]
+        floats = [d for d in floats if d and d.startswith(("float", "bfloat"))]
+        kernel["compute_dtype"] = max(floats, key=lambda d: _FLOAT_BITS.get(d, 8), default=None)
+        counted = [self.flops[(*key, n)] for n in kernel["source_nodes"] if (*key, n) in self.flops]
+        if not counted or any(flops is None for flops, _ in counted):
+            return
+        kernel["flops"] = sum(flops for flops, _ in counted)
+        ways = {how for flops, how in counted if flops}
+        kernel["flops_source"] = (
+            "formula and estimate" if len(ways) == 2 else next(iter(ways), "estimate: one per element")
+        )
 
     def _mark_kernels_on_post_grad_nodes(self, kernels: list[dict]) -> None:
         """Each post-grad node's ``marks.kernel``: the kernel it was fused into (None if none)."""
@@ -214,6 +243,53 @@ class InductorCollector(Collector):
             for node in graph["nodes"]:
                 kernel = kernel_of.get((compile_key(graph["compile_id"]), graph["kind"], node["name"]))
                 node["marks"] = {"kernel": kernel}
+
+
+# Reductions count one operation per element they read; other ops with the pointwise tag one per element they
+# write; ops without either (views, copies, indexing) none.
+_REDUCTIONS = frozenset(
+    "sum mean prod amax amin max min var var_mean std std_mean argmax argmin logsumexp _softmax _log_softmax "
+    "cumsum cumprod norm linalg_vector_norm".split()
+)
+
+
+_FLOAT_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
+
+
+def node_flops(graph: torch.fx.Graph) -> dict[str, tuple[int | None, str]]:
+    """{node: (floating-point operations, how counted)} for each call of a post-grad graph: torch's formula
+    (torch.utils.flop_counter's registry: matmuls, convolutions, attention) where it has one, else one per element
+    (see _REDUCTIONS); None where a size is symbolic."""
+    from torch.utils.flop_counter import flop_registry
+
+    counts = {}
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        packet = getattr(node.target, "overloadpacket", None)
+        out = node.meta.get("val")
+        try:
+            if packet in flop_registry:
+                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta.get("val"))
+                counts[node.name] = (_plain(flop_registry[packet](*args, **kwargs, out_val=out)), "formula")
+                continue
+        except (TypeError, ValueError, RuntimeError, AttributeError):  # a formula that does not take this call
+            pass
+        if getattr(packet, "__name__", "") in _REDUCTIONS:
+            read = [n.meta.get("val") for n in node.all_input_nodes]
+            sizes = [_plain(v.numel()) for v in read if isinstance(v, torch.Tensor)]
+            elements = None if None in sizes else max(sizes, default=0)
+        elif torch.Tag.pointwise in getattr(node.target, "tags", ()) and isinstance(out, torch.Tensor):
+            elements = _plain(out.numel())
+        else:
+            continue
+        counts[node.name] = (elements, "estimate: one per element")
+    return counts
+
+
+def _plain(value) -> int | None:
+    """``value`` if it is a plain int; None for a symbolic size (turning it into an int would add a guard)."""
+    return value if type(value) is int else None
 
 
 def _user_lines_of(nodes: list[dict]) -> list[dict]:
