@@ -80,7 +80,8 @@ class Job:
         else:
             self.timeline.add("handover", prestart.handed_over, time.time())
             dump_at = prestart.stack_dump_at
-            self.state.memory_bandwidth = prestart.memory_bandwidth  # the ladder uses it (engine.stages.runtime.ladder)
+            # The ladder uses them (engine.stages.runtime.ladder).
+            self.state.memory_bandwidth, self.state.compute_peaks = prestart.memory_bandwidth, prestart.compute_peaks
             self.state.warm_forks = prestart.warm_forks
         self.prestarted = prestart is not None
         self.dump_at = float(dump_at) if dump_at else None
@@ -324,9 +325,10 @@ class Prestart:
     )
     handed_over: float  # unix seconds: when this child turned to its job
     stack_dump_at: str  # unix seconds, as PT2SCOPE_STACK_DUMP_AT: counted from the hand-over
-    memory_bandwidth: (
-        dict | None
-    )  # engine.stages.runtime.profiling.memory_bandwidth, measured before the job; None: not (GPU) or it failed
+    # engine.stages.runtime.profiling's memory_bandwidth and compute_peaks, measured before the job; None: not
+    # (GPU) or it failed
+    memory_bandwidth: dict | None
+    compute_peaks: dict | None
     warm_forks: object  # engine.warm.ForkServer, or None
 
 
@@ -339,15 +341,16 @@ def wait_for_job(go_fd: int, device: str) -> Prestart | None:
     with timeline.span("import_torch"):
         warm_forks = _import_compiler(device)
         pipeline()  # the engine's stages
-    bandwidth = None  # the ladder then measures it itself, at hand-over, as without a prestart
+    bandwidth = peaks = None  # the ladder then measures them itself, at hand-over, as without a prestart
     # A GPU job's next child starts beside that job (workers.tasks.Prestarter.job_started): measured now, the copies
     # would share the GPU with the job's timed steps and each disturb the other. A CPU child starts after its job.
     if device != "cuda":
         with timeline.span("ladder_setup"):
             try:
-                from engine.stages.runtime.profiling import memory_bandwidth
+                from engine.stages.runtime.profiling import compute_peaks, memory_bandwidth
 
                 bandwidth = {**memory_bandwidth(device), "measured_in_prestart": True}
+                peaks = {**compute_peaks(device), "measured_in_prestart": True}
             except Exception:  # noqa: BLE001 - measured by the ladder then
                 pass
     ready = time.time()
@@ -368,7 +371,7 @@ def wait_for_job(go_fd: int, device: str) -> Prestart | None:
     timeline.mark_prestart(
         until=handed_over
     )  # a job that came while this child was still importing waited for the rest
-    return Prestart(timeline, max(ready, handed_over), dump_at.decode(), bandwidth, warm_forks)
+    return Prestart(timeline, max(ready, handed_over), dump_at.decode(), bandwidth, peaks, warm_forks)
 
 
 def _warm_compiles(request: dict) -> bool:

@@ -13,6 +13,7 @@ from engine.stages.aot import AotCollector
 from engine.stages.base import Stage
 from engine.stages.dynamo import DynamoCollector
 from engine.stages.inductor import InductorCollector
+from engine.stages.runtime.autotune import AutotuneWatch
 from engine.stages.runtime.compile_times import RuntimeCollector
 from engine.stages.runtime.cudagraphs import CudagraphWatch
 from engine.usercode import compile_failure
@@ -37,6 +38,8 @@ class CaptureStage(Stage):
             ctx.mark_unavailable(f"logs.{missing}", "TORCH_LOGS artifact not known to this torch")
         for collector in collectors:
             collector.install()
+        state.autotune = AutotuneWatch(ctx)  # every rung's autotuning, from this compile on (the ladder's)
+        state.autotune.install()
 
         stages_seen = {"dynamo"}  # job.begin("dynamo") in _first_call announces it
 
@@ -97,7 +100,7 @@ def _first_call(job, capture_backend, dynamo: DynamoCollector) -> tuple[float, f
     watch = state.watches.setdefault(target.name, CudagraphWatch(ctx))
     t0 = job.begin("dynamo", config=target.name)
     try:
-        with watch:
+        with watch, state.autotune.for_rung(target.name):
             # Numbered calls: each recompile names the input set (example_inputs[i]) that triggered it.
             numbered = dynamo.numbered_calls(compiled, inst.inputs, inst.model)
             capture_ms, outs, grads = workload.compared_step(numbered, inst, cudagraph_steps=cudagraph_steps)

@@ -625,3 +625,26 @@ def test_the_speedups_interval_is_a_confidence_interval_of_the_median_that_more_
     noisy = [4.0, 4.1, 3.9, 4.2, 4.0, 8.0, 4.05]
     assert speedup(noisy, [1.0] * 7)["decided"] is False
     assert speedup(noisy * 3, [1.0] * 21)["text"] == "4.05x faster (4.00-4.10)"
+
+
+def test_seed_kernel_flops_place_it_on_the_roofline_under_the_measured_peak(seed):
+    """The seed's kernel computes sin, cos, mul, tanh and add over 1024x1024 floats: five operations per element
+    (the recorded post-grad graph's pointwise calls, counted here from the graph), 0.625 FLOP per byte moved."""
+    report = seed
+    rt = report["runtime"]
+    [kernel] = report["inductor"]["kernels"]
+    [graph] = report["inductor"]["post_grad_graphs"]
+    computing = [n for n in graph["nodes"] if n["op"] == "call_function" and n["name"] in kernel["source_nodes"]]
+    assert len(computing) == 5
+    assert kernel["flops"] == 5 * 1024 * 1024 and kernel["flops_source"] == "estimate: one per element"
+    assert kernel["compute_dtype"] == "float32"
+    peaks = rt["compute_peaks"]
+    assert 1e9 < peaks["fp32"] < 1e14 and peaks["tf32"] is None and peaks["bf16"] is None
+    [row] = [r for r in rt["kernel_profile"] if r["generated"]]
+    assert row["flops_per_call"] == kernel["flops"]
+    assert row["arithmetic_intensity"] == pytest.approx(kernel["flops"] / kernel["bytes_accessed"])
+    assert row["flops_per_s"] == pytest.approx(kernel["flops"] * row["calls"] / (row["total_ms"] / 1e3))
+    # Memory-bound: at 0.625 FLOP/B the copy bandwidth's roof is far below the FP32 peak, and the share of that
+    # roof is the share of the bandwidth.
+    assert row["peak"] == "fp32" and row["bound"] == "memory"
+    assert row["attainable_share"] == pytest.approx(row["roofline_share"])

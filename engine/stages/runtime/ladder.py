@@ -18,7 +18,7 @@ from engine.stages.runtime.accuracy import (
 )
 from engine.stages.runtime.cudagraphs import CudagraphWatch
 from engine.stages.runtime.memory import against_eager, measure_rung
-from engine.stages.runtime.profiling import gpu_busy_ms, kernel_profile, memory_bandwidth
+from engine.stages.runtime.profiling import compute_peaks, gpu_busy_ms, kernel_profile, memory_bandwidth
 from engine.stages.runtime.rung import Rung
 from engine.stages.runtime.timing import latency, time_rounds, warm_up
 from engine.stages.runtime.workload import SEED
@@ -85,6 +85,7 @@ class LadderStage(Stage):
 
         rt["benchmarks"] = [entries[n] for n in configs if n in entries]  # in the order asked for
         rt["correctness"] = first_divergent_stage(rt["benchmarks"], state.reference)
+        rt["autotune"] = state.autotune.decisions
         rt["cudagraphs"] = next(
             (b["cudagraphs"] for b in rt["benchmarks"] if b["cudagraphs"]["status"] != "not_requested"),
             {"status": "not_requested"},
@@ -106,12 +107,14 @@ class LadderStage(Stage):
         }
         configs = job.request["configs"] + list(state.user_rungs)
         order = list(dict.fromkeys(n for n in ["eager", state.target.name] + configs if n in configs))
-        measured = getattr(state, "memory_bandwidth", None)  # by the prestarted child, before its job (engine.child)
-        if measured and measured.get("device") == ctx.device:
-            rt["memory_bandwidth"] = measured
-        else:
-            with ctx.guard("runtime.memory_bandwidth"):
-                rt["memory_bandwidth"] = memory_bandwidth(ctx.device)
+        # By the prestarted child, before its job (engine.child), or now.
+        for field, measure in (("memory_bandwidth", memory_bandwidth), ("compute_peaks", compute_peaks)):
+            measured = getattr(state, field, None)
+            if measured and measured.get("device") == ctx.device:
+                rt[field] = measured
+            else:
+                with ctx.guard(f"runtime.{field}"):
+                    rt[field] = measure(ctx.device)
         # Rungs are not separated by torch._dynamo.reset() (it would drop the code being compared): each gets its
         # own recompile budget instead.
         with ctx.guard("dynamo.recompile_limit"):
@@ -188,6 +191,7 @@ class LadderStage(Stage):
                     recorded,
                     job.report["inductor"]["kernels"],
                     (rt.get("memory_bandwidth") or {}).get("bytes_per_s"),
+                    rt.get("compute_peaks"),
                 )
             job.end("profile", t0)
 
@@ -263,7 +267,8 @@ class LadderStage(Stage):
                         torch._dynamo.pgo.reset_code_state()
                     inst = workload.fresh()
                     fn = torch.compile(inst.model, backend=backend, mode=config.mode)
-                    first_ms, outs, grads = workload.compared_step(fn, inst, cudagraph_steps=cudagraph_steps)
+                    with state.autotune.for_rung(name):
+                        first_ms, outs, grads = workload.compared_step(fn, inst, cudagraph_steps=cudagraph_steps)
                 entry["first_call_ms"] = round(first_ms, 3)
             # Outside the watch: the same-stream check compiles a second time, which is not this rung's CUDA graphs.
             self.judge(name, config, state, entry, outs, grads, cudagraph_steps)

@@ -37,6 +37,38 @@ def memory_bandwidth(device: str) -> dict:
     }
 
 
+def compute_peaks(device: str) -> dict:
+    """Matrix-multiply throughput of this worker, once per job beside the memory bandwidth: the roofline's compute
+    roofs. FP32 with TF32 off (on a GPU its CUDA cores), and on a GPU TF32 and BF16 (tensor cores); best of 3
+    after a warm-up. The TF32 switch is put back as it was (the user's file may have set it)."""
+    n = 8192 if device == "cuda" else 1024
+    kinds = [("fp32", torch.float32, False)]
+    if device == "cuda":
+        kinds += [("tf32", torch.float32, True), ("bf16", torch.bfloat16, False)]
+    was_tf32 = torch.backends.cuda.matmul.allow_tf32
+    peaks = {}
+    try:
+        for name, dtype, tf32 in kinds:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            a = torch.randn(n, n, device=device, dtype=dtype)
+            b = torch.randn(n, n, device=device, dtype=dtype)
+            best = float("inf")
+            for attempt in range(4):  # the first is the warm-up (library choice, clocks)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                torch.mm(a, b)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                if attempt:
+                    best = min(best, time.perf_counter() - t0)
+            peaks[name] = 2 * n**3 / best
+            del a, b
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = was_tf32
+    return {**peaks, "device": device, "method": f"{n}x{n} matrix multiplies, best of 3 after a warm-up"}
+
+
 def gpu_busy_ms(workload: Workload, rung: Rung) -> float:
     """GPU time per step (sum of device kernel time) from the profiler: compare with wall time to see host-bound."""
     from torch.profiler import ProfilerActivity, profile
@@ -61,9 +93,12 @@ def _device_self_us(event) -> float:
     return 0.0
 
 
-def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidth: float | None) -> tuple:
+def kernel_profile(
+    workload: Workload, rung: Rung, kernels: list[dict], bandwidth: float | None, peaks: dict | None = None
+) -> tuple:
     """Per-kernel time per step over PROFILE_STEPS steps (generated kernels by name, plus the ATen ops Inductor
-    called), made to agree with the rung's measured step: (rows, summary)."""
+    called), made to agree with the rung's measured step, each generated kernel placed on the roofline of
+    ``bandwidth`` and ``peaks`` (compute_peaks): (rows, summary)."""
     by_name = {k["name"]: k for k in kernels}
     rows, profiled_step_ms = _profiled_rows(workload, rung, by_name)
     step_ms = rung.entry.get("median_ms") or profiled_step_ms
@@ -84,11 +119,35 @@ def kernel_profile(workload: Workload, rung: Rung, kernels: list[dict], bandwidt
         r["roofline_share"] = (
             r["bandwidth_bytes_per_s"] / bandwidth if r["bandwidth_bytes_per_s"] and bandwidth else None
         )
+        r.update(roofline_place(k, r, bandwidth, peaks))
     kernel_ms = raw_ms * scaled_by
     for r in rows:
         r["share"] = r["total_ms"] / (kernel_ms or 1.0)
     summary = _profile_summary(rows, workload.device, step_ms, profiled_step_ms, kernel_ms, scaled_by)
     return sorted(rows, key=lambda r: -r["total_ms"])[:50], summary
+
+
+def roofline_place(kernel: dict, row: dict, bandwidth: float | None, peaks: dict | None) -> dict:
+    """A profiled kernel's place on the roofline: its FLOP/s, FLOP per byte, the roof it sits under (the memory
+    slope or the compute peak of its dtype) and the share of that roof it reaches."""
+    flops, nbytes = kernel.get("flops"), row.get("bytes_per_call")
+    place = {"flops_per_call": flops}
+    if flops is None or not row["total_ms"]:
+        return place
+    place["flops_per_s"] = flops * max(row["calls"], 1) / (row["total_ms"] / 1e3)
+    peak_name = "bf16" if kernel.get("compute_dtype") in ("bfloat16", "float16") else "fp32"
+    peak = (peaks or {}).get(peak_name)
+    if not nbytes or not bandwidth or not peak:
+        return place
+    intensity = flops / nbytes
+    roof = min(peak, intensity * bandwidth)
+    place.update(
+        arithmetic_intensity=intensity,
+        peak=peak_name,
+        bound="memory" if intensity * bandwidth < peak else "compute",
+        attainable_share=place["flops_per_s"] / roof if flops else row.get("roofline_share"),
+    )
+    return place
 
 
 def _profiled_rows(workload: Workload, rung: Rung, by_name: dict) -> tuple[list[dict], float]:
