@@ -212,6 +212,22 @@ def _progress(event: dict) -> None:
         )
 
 
+def roofline_lines(rt: dict) -> list[str]:
+    """A line for each of the five slowest kernels placed on the roofline (profiling.roofline_place), then how
+    many more the report places."""
+    placed = [r for r in rt.get("kernel_profile") or [] if r.get("bound") and r.get("attainable_share") is not None]
+    lines = []
+    for row in placed[:5]:  # the profile is slowest first
+        lines.append(
+            f"roofline: {row['kernel']}: {row['arithmetic_intensity']:.3g} FLOP/B, "
+            f"{row['flops_per_s'] / 1e9:.3g} GFLOP/s, {row['bound']}-bound, "
+            f"{row['attainable_share']:.0%} of its roof"
+        )
+    if len(placed) > 5:
+        lines.append(f"roofline: {len(placed) - 5} more kernels placed (the report's Inductor tab)")
+    return lines
+
+
 def summary(report: dict) -> str:
     """The closing text: what each stage captured and its compile times, then, for a job (an imported log has no
     timings), the ladder's table and what the runtime found."""
@@ -286,6 +302,14 @@ def _runtime_lines(report: dict) -> list[str]:
         lines.append(f"machine: {rt['load']['text']}")
     if (rt.get("kernel_profile_summary") or {}).get("text"):
         lines.append(f"kernels: {rt['kernel_profile_summary']['text']}")
+    lines += roofline_lines(rt)
+    for decision in rt.get("autotune") or []:
+        chosen = next((c for c in decision["choices"] if c["chosen"]), None)
+        lines.append(
+            f"autotune [{decision['config']}] {decision['op']}: {len(decision['choices'])} "
+            f"{'algorithms' if decision['kind'] == 'algorithm' else 'configs'}, chose "
+            + (f"{chosen['name']} ({chosen['ms']:.4g} ms)" if chosen else "none (every choice failed)")
+        )
     memory = memory_line((report.get("debug") or {}).get("memory") or [])
     if memory:
         lines.append(memory)

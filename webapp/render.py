@@ -13,13 +13,21 @@ import re
 from markupsafe import Markup, escape
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import CppLexer, PythonLexer, TextLexer
+from pygments.lexers import CppLexer, LlvmLexer, PtxLexer, PythonLexer, TextLexer
 
 from contract.userfile import is_user_file
 
 CODE_KEYS = {"code", "source", "output_code", "graph", "traceback"}
 TEXT_KEYS = {"text", "ir"}
-LEXERS = {"cpp": CppLexer, "c++": CppLexer, "c": CppLexer, "triton": PythonLexer, "python": PythonLexer}
+LEXERS = {
+    "cpp": CppLexer,
+    "c++": CppLexer,
+    "c": CppLexer,
+    "triton": PythonLexer,
+    "python": PythonLexer,
+    "llir": LlvmLexer,  # Triton's IR stages (Kernel.device_code); TTIR, TTGIR and SASS as plain text
+    "ptx": PtxLexer,
+}
 TITLE_KEYS = ("name", "config", "compile_id", "kind", "stage", "label")
 SMALL_TEXT_LINES = 20  # a multi-line message up to this long stays in its table cell
 

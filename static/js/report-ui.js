@@ -5,6 +5,7 @@
 //   #graph-ID[/NODE]      a graph (ids: contract/graphs.py, given here by contract.js), and a node in it
 import { graphTab } from "./contract.js";
 import { setUpViewers, viewers } from "./graph-view.js";
+import { setUpDeviceCode } from "./device-code.js";
 
 const source = document.getElementById("source");
 const report = document.querySelector(".report");
@@ -178,6 +179,7 @@ function route() {
 if (report) {
   setUpParts(report);
   setUpViewers(report);
+  setUpDeviceCode(report);
   window.addEventListener("hashchange", route);
   // A kernel row selects its kernel even when the fragment is already the same (a second click).
   for (const link of document.querySelectorAll(".kernel-link")) {

@@ -182,7 +182,7 @@ def test_runtime_charts_and_the_gpu_diagnosis(site, sample_runs, page):
     expect(diagnosis).to_contain_text("inductor_default: host-bound. The GPU is busy only 45% of each step")
     expect(diagnosis).to_contain_text('mode="reduce-overhead"')
     page.locator("#runtime-busy .chart").scroll_into_view_if_needed()
-    expect(page.locator("#runtime-busy .chart")).to_contain_text("GPU busy per step")
+    expect(page.locator("#runtime-busy .chart")).to_contain_text("host overhead (launches, guards, Python)")
 
     page.goto(report_url(site, sample_runs, "seed_gpu", "inductor"))
     row = page.locator("#inductor-kernels table.kernels tbody tr").first

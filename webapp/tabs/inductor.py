@@ -8,7 +8,7 @@ import re
 from contract import graphs
 from contract.compile_id import compile_key
 from contract.report import Inductor, Runtime
-from webapp.numbers import data_size, figure, rate
+from webapp.numbers import data_size, figure, rate, times
 
 # Measured copy bandwidth (bytes/s) of each device we have a ceiling for, keyed by a substring of
 # environment.device_name: the denominator of a kernel's "roofline share" in reports without the worker's own
@@ -71,6 +71,111 @@ def kernel_rows(inductor: Inductor, runtime: Runtime | None, device_name: str | 
         )
     rows.sort(key=lambda row: (row["total_ms"] is None, -(row["total_ms"] or 0), row["name"]))
     return rows
+
+
+ROOF_NAMES = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16"}
+
+
+def roofline_points(runtime: Runtime | None) -> list:
+    """The profiled generated kernels the roofline can place: floating-point work, bytes and time all known."""
+    rows = runtime.kernel_profile if runtime else []
+    return [r for r in rows if r.kernel and r.arithmetic_intensity and r.flops_per_s]
+
+
+def roofline_chart(runtime: Runtime | None) -> dict | None:
+    """Each profiled kernel at (FLOP per byte, FLOP/s achieved) under this worker's roofs: the copy bandwidth's
+    slope and the measured compute peak of each dtype the kernels compute in. Log axes; hover gives the figures."""
+    points = roofline_points(runtime)
+    bandwidth = runtime.memory_bandwidth.bytes_per_s if runtime else None
+    if not points or not bandwidth:
+        return None
+    peaks = runtime.compute_peaks
+    used = sorted({p.peak for p in points if p.peak}, key=list(ROOF_NAMES).index)
+    ridges = [getattr(peaks, name) / bandwidth for name in used if getattr(peaks, name)]
+    low = min([p.arithmetic_intensity for p in points] + ridges) / 4
+    high = max([p.arithmetic_intensity for p in points] + ridges) * 4
+    data = []
+    for name in used:
+        peak = getattr(peaks, name)
+        ridge = peak / bandwidth
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"roof: {rate(bandwidth)} copy, {figure(peak / 1e12)} TFLOP/s {ROOF_NAMES[name]}",
+                "x": [low, ridge, high] if ridge > low else [low, high],
+                "y": [low * bandwidth, peak, peak] if ridge > low else [peak, peak],
+                "line": {"color": "#52606d" if name == "fp32" else "#8a4f9e", "width": 2},
+                "hoverinfo": "skip",
+            }
+        )
+    for bound, color in (("memory", "#1f6fb2"), ("compute", "#c2703d")):
+        mine = [p for p in points if p.bound == bound]
+        if not mine:
+            continue
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{bound}-bound kernels",
+                "x": [p.arithmetic_intensity for p in mine],
+                "y": [p.flops_per_s for p in mine],
+                "text": [
+                    f"{p.kernel}<br>{figure(p.arithmetic_intensity)} FLOP/B, {figure(p.flops_per_s / 1e9)} GFLOP/s"
+                    f"<br>{figure(100 * (p.attainable_share or 0))}% of its roof; {figure(100 * p.share)}% of the step"
+                    for p in mine
+                ],
+                "hovertemplate": "%{text}<extra></extra>",
+                "marker": {"color": color, "size": [8 + 24 * (p.share**0.5) for p in mine], "opacity": 0.8},
+            }
+        )
+    return {
+        "data": data,
+        "layout": {
+            "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP per byte)"}},
+            "yaxis": {"type": "log", "title": {"text": "achieved FLOP/s"}},
+            "legend": {"orientation": "h", "y": -0.3},
+            "margin": {"b": 96},
+            "height": 380,
+        },
+    }
+
+
+def roofline_words(runtime: Runtime | None) -> list[str]:
+    """The roofline in sentences: how many kernels are memory-bound, the slowest one's distance from its roof, and
+    what the chart leaves out."""
+    points = roofline_points(runtime)
+    if not points:
+        return []
+    placed = sorted(points, key=lambda p: -p.total_ms)
+    memory = [p for p in placed if p.bound == "memory"]
+    words = [
+        f"{len(memory)} of {len(placed)} placed kernel{'s' if len(placed) != 1 else ''} "
+        f"{'is' if len(memory) == 1 else 'are'} memory-bound: at their arithmetic intensity the copy bandwidth, not "
+        "the compute peak, is the roof."
+    ]
+    slowest = placed[0]
+    if slowest.attainable_share is not None:
+        limit = "the bandwidth roof" if slowest.bound == "memory" else f"the {ROOF_NAMES[slowest.peak]} peak"
+        words.append(
+            f"The slowest, {slowest.kernel} ({figure(100 * slowest.share)}% of the step), reaches "
+            f"{figure(100 * slowest.attainable_share)}% of {limit}"
+            + (
+                ": its data came partly from a cache, faster than memory."
+                if slowest.attainable_share > 1
+                else f"; at most {times(1 / slowest.attainable_share)} faster is possible for it at this intensity."
+                if slowest.attainable_share > 0
+                else "."
+            )
+        )
+    unplaced = [r.name for r in (runtime.kernel_profile if runtime else []) if r.kernel and r not in points]
+    if unplaced:
+        words.append(
+            f"Not placed: {len(unplaced)} kernel{'s' if len(unplaced) != 1 else ''} without floating-point work or "
+            "without a byte count (copies, index arithmetic); library calls are not placed either (Inductor "
+            "counts no bytes for them)."
+        )
+    return words
 
 
 def kernel_times(runtime: Runtime | None) -> dict | None:

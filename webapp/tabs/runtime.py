@@ -499,29 +499,66 @@ def kernel_time_chart(runtime: Runtime, limit: int = 20) -> dict | None:
 
 
 def busy_chart(benchmarks: list[Benchmark]) -> dict | None:
+    """Launch overhead at a glance: each rung's step as one bar, GPU busy time below and the host's share (wall
+    time less GPU busy: launches, guards, Python) stacked on it, so that the bar's height is the measured step."""
     rows = [b for b in benchmarks if b.gpu_busy_ms is not None and b.median_ms]
     if not rows:
         return None
     configs = [b.config for b in rows]
+    busy = [min(b.gpu_busy_ms, b.median_ms) for b in rows]
     return {
         "data": [
             {
                 "type": "bar",
-                "name": "wall time per step",
+                "name": "GPU busy",
                 "x": configs,
-                "y": [b.median_ms for b in rows],
-                "marker": {"color": "#9aa5b1"},
+                "y": busy,
+                "marker": {"color": "#1f7a3a"},
+                "hovertemplate": "%{x}: GPU busy %{y:.4g} ms per step<extra></extra>",
             },
             {
                 "type": "bar",
-                "name": "GPU busy per step",
+                "name": "host overhead (launches, guards, Python)",
                 "x": configs,
-                "y": [b.gpu_busy_ms for b in rows],
-                "marker": {"color": "#1f7a3a"},
+                "y": [b.median_ms - used for b, used in zip(rows, busy)],
+                "marker": {"color": "#c2703d"},
+                "hovertemplate": "%{x}: host %{y:.4g} ms per step<extra></extra>",
             },
         ],
-        "layout": {"barmode": "group", "yaxis": {"title": {"text": "ms"}}},
+        "layout": {"barmode": "stack", "yaxis": {"title": {"text": "ms per step (the bar: the measured step)"}}},
     }
+
+
+def autotune_decisions(runtime: Runtime) -> list[dict]:
+    """Each autotuning decision as the Runtime tab lists it: the rung, what was compared (an op's algorithms or a
+    kernel's configs), the winner, how much faster it was than the library call (algorithms) or the runner-up,
+    and every choice with its time relative to the winner's."""
+    rows = []
+    for decision in runtime.autotune:
+        choices = decision.choices
+        chosen = next((c for c in choices if c.chosen), None)
+        timed = [c for c in choices if c.ms is not None]
+        library = next((c for c in timed if c.kind == "library"), None)
+        against = library if decision.kind == "algorithm" and library and library is not chosen else None
+        if against is None and len(timed) > 1:
+            against = next(c for c in timed if c is not chosen)
+        rows.append(
+            {
+                "config": decision.config,
+                "kind": "algorithms" if decision.kind == "algorithm" else "Triton configs",
+                "op": decision.op,
+                "inputs": decision.inputs,
+                "chosen": chosen,
+                "against": against,
+                "gain": against.ms / chosen.ms if chosen and against and chosen.ms else None,
+                "failed": sum(c.ms is None for c in choices),
+                "choices": [
+                    {"choice": c, "relative": c.ms / chosen.ms if chosen and chosen.ms and c.ms is not None else None}
+                    for c in choices
+                ],
+            }
+        )
+    return rows
 
 
 def host_bound_diagnosis(benchmarks: list[Benchmark]) -> list[str]:

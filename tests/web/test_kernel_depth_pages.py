@@ -1,0 +1,92 @@
+"""Issue 24's pages from recorded reports: autotuning per rung on the Runtime tab (frozen_linear, CPU
+max-autotune), the roofline on the Inductor tab (the seed on the CPU; the GPU reports of bench/gpu_kernel_depth.py),
+each step split into GPU busy and host time (seed_gpu), and a Triton kernel's device code with its line maps."""
+
+import html
+import json
+import re
+
+import pytest
+
+from storage.db import session_factory
+from tests.browser.conftest import read_sample_report
+from tests.support import make_settings, store_sample_report
+from webapp import create_app
+
+NAMES = ("frozen_linear", "seed_roofline_cpu", "seed_gpu")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    settings = make_settings(tmp_path_factory.mktemp("kernel_depth"))
+    with session_factory(settings.database_url)() as session:
+        slugs = {name: store_sample_report(session, read_sample_report(name)).slug for name in NAMES}
+    return create_app(settings).test_client(), slugs
+
+
+def section(page: str, section_id: str) -> str:
+    start = page.index(f'<section id="{section_id}"')
+    return page[start : page.index("</section>", start)]
+
+
+def chart_in(fragment: str) -> dict:
+    return json.loads(html.unescape(re.search(r"data-chart='([^']+)'", fragment)[1]))
+
+
+def words(fragment: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", fragment)))
+
+
+def test_autotuning_lists_each_decision_its_candidates_and_the_winner(site):
+    client, slugs = site
+    decisions = read_sample_report("frozen_linear")["runtime"]["autotune"]
+    page = client.get(f"/r/{slugs['frozen_linear']}/runtime").get_data(as_text=True)
+    autotune = section(page, "runtime-autotune")
+    assert autotune.count('class="autotune-row"') == len(decisions) == 2
+    text = words(autotune)
+    for decision in decisions:
+        chosen, runner_up = decision["choices"][:2]
+        assert f"All {len(decision['choices'])} candidates" in text
+        assert f"{runner_up['ms'] / chosen['ms']:.3g}x faster than" in text
+    assert "float32[64, 256]" in text and "float32[64, 512]" in text
+
+
+def test_a_run_without_autotuning_says_how_to_get_it(site):
+    client, slugs = site
+    page = client.get(f"/r/{slugs['seed_roofline_cpu']}/runtime").get_data(as_text=True)
+    assert "add the inductor_max_autotune config" in words(section(page, "runtime-autotune"))
+
+
+def test_the_roofline_places_the_seed_kernel_under_the_measured_roofs(site):
+    client, slugs = site
+    report = read_sample_report("seed_roofline_cpu")
+    rt = report["runtime"]
+    [row] = [r for r in rt["kernel_profile"] if r["kernel"]]
+    page = client.get(f"/r/{slugs['seed_roofline_cpu']}/inductor").get_data(as_text=True)
+    start = page.index('<div id="inductor-roofline">')
+    roofline = page[start : page.index("</ul>", start)]
+    figure = chart_in(roofline)
+    [roof] = [t for t in figure["data"] if t["mode"] == "lines"]
+    bandwidth, peak = rt["memory_bandwidth"]["bytes_per_s"], rt["compute_peaks"]["fp32"]
+    # The roof's bend is the ridge point: the FP32 peak reached at peak / bandwidth FLOP per byte.
+    assert roof["x"][1] == pytest.approx(peak / bandwidth) and roof["y"][1] == pytest.approx(peak)
+    assert roof["y"][0] == pytest.approx(roof["x"][0] * bandwidth)
+    [points] = [t for t in figure["data"] if t["mode"] == "markers"]
+    assert points["name"] == "memory-bound kernels"
+    assert points["x"] == [pytest.approx(row["arithmetic_intensity"])]
+    assert points["y"] == [pytest.approx(row["flops_per_s"])]
+    text = words(roofline)
+    assert "1 of 1 placed kernel is memory-bound" in text
+    assert f"reaches {100 * row['attainable_share']:.3g}% of the bandwidth roof" in text
+
+
+def test_each_gpu_step_is_split_into_gpu_busy_and_host_time(site):
+    client, slugs = site
+    benchmarks = read_sample_report("seed_gpu")["runtime"]["benchmarks"]
+    page = client.get(f"/r/{slugs['seed_gpu']}/runtime").get_data(as_text=True)
+    figure = chart_in(section(page, "runtime-busy"))
+    assert figure["layout"]["barmode"] == "stack"
+    busy, host = figure["data"]
+    for config, gpu, rest in zip(busy["x"], busy["y"], host["y"]):
+        bench = next(b for b in benchmarks if b["config"] == config)
+        assert gpu == pytest.approx(bench["gpu_busy_ms"]) and gpu + rest == pytest.approx(bench["median_ms"])
