@@ -235,10 +235,15 @@ def report_graphs(report: dict) -> list[tuple[str, dict]]:
 
 def section_outline(section) -> dict | None:
     """A stage section as its tab reads it: every graph without its nodes (the viewer fetches those from the
-    graph endpoint), so drawing a tab never parses thousands of nodes. None when the section holds no graph."""
+    graph endpoint) and every kernel's device code without its IR texts (its fold fetches them: megabytes for a
+    model of many kernels), so drawing a tab never parses either. None when the section holds neither."""
     if not isinstance(section, dict):
         return None
     outline = {}
+    if isinstance(section.get("kernels"), list) and any(
+        isinstance(k, dict) and k.get("device_code") for k in section["kernels"]
+    ):
+        outline["kernels"] = [_without_ir_texts(kernel) for kernel in section["kernels"]]
     for key in ("graphs", "post_grad_graphs", "backend_graphs"):
         if isinstance(section.get(key), list):
             outline[key] = [_without_nodes(graph) for graph in section[key]]
@@ -250,6 +255,14 @@ def section_outline(section) -> dict | None:
             for entry in section["functionalization"]
         ]
     return {**section, **outline} if outline else None
+
+
+def _without_ir_texts(kernel):
+    code = kernel.get("device_code") if isinstance(kernel, dict) else None
+    if not isinstance(code, dict) or not isinstance(code.get("stages"), list):
+        return kernel
+    stages = [{**stage, "text": "", "lines": []} if isinstance(stage, dict) else stage for stage in code["stages"]]
+    return {**kernel, "device_code": {**code, "stages": stages}}
 
 
 def _without_nodes(graph):

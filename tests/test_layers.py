@@ -56,6 +56,7 @@ ENGINE_READERS = (
     "engine.readers.nodes",
     "engine.readers.dynamo_log",
     "engine.readers.inductor_log",
+    "engine.readers.triton_ir",
 )
 ENGINE_TRACE_IMPORT = ("engine.importjob", "engine.traceimport")
 

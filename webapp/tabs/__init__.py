@@ -23,6 +23,7 @@ VIEWS = {"dynamo": dynamo, "aot": aot, "inductor": inductor, "runtime": runtime}
 # The long parts of a tab drawn only when opened (templates/report/parts.html), by kind: the module that finds them.
 PART_VIEWS = {
     "kernel": inductor,
+    "devicecode": inductor,
     "fusion": inductor,
     "ir": inductor,
     "irnode": inductor,

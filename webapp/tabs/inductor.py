@@ -390,11 +390,19 @@ FUSION_PAGE = 150
 
 
 def find_part(section: Inductor, kind: str, key: str) -> dict | None:
-    """One lazily drawn part of the Inductor tab: kernel/INDEX, fusion/GRAPH-GROUP[-START] (indexes into
+    """One lazily drawn part of the Inductor tab: kernel/INDEX, devicecode/INDEX (a kernel's IR texts),
+    fusion/GRAPH-GROUP[-START] (indexes into
     fusion_groups), ir/INDEX (into ir_pairs), irnode/INDEX-NAME; None if there is no such part."""
     if kind == "kernel":
         kernel = section.kernels[int(key)]
-        return {"kernel": kernel, "graph_id": graph_id_of_kernel(section, kernel.compile_id, kernel.graph_kind)}
+        return {
+            "kernel": kernel,
+            "index": int(key),
+            "graph_id": graph_id_of_kernel(section, kernel.compile_id, kernel.graph_kind),
+        }
+    if kind == "devicecode":
+        kernel = section.kernels[int(key)]
+        return {"kernel": kernel} if kernel.device_code and kernel.device_code.stages else None
     if kind == "fusion":
         graph_index, group_index = (int(n) for n in key.split("-")[:2])
         start = int(key.split("-")[2]) if key.count("-") == 2 else 0

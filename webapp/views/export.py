@@ -124,8 +124,19 @@ def _inliner(session, run: Run):
     facts = functools.cache(lambda: repro_facts(session, run))  # read once for every graph's repro
     inductor = functools.cache(lambda: runstore.load_sections(session, run, ["inductor"]).get("inductor"))
 
+    device_code_bytes = 0
+
     def part_text(tab: str, kind: str, key: str) -> str | None:
+        nonlocal device_code_bytes
         html = part_html(session, run, tab, kind, urllib.parse.unquote(key))
+        if html is not None and kind == "devicecode":
+            # Every IR stage of every kernel would make the file hundreds of megabytes for a large model.
+            if device_code_bytes + len(html) > DEVICE_CODE_BYTES:
+                return (
+                    f'<p class="none">The offline file carries device code up to {DEVICE_CODE_BYTES // 2**20} MiB: '
+                    f"open this kernel on the run's page (/r/{run.slug}/inductor#kernel-{key}).</p>"
+                )
+            device_code_bytes += len(html)
         return None if html is None else inline(html)
 
     def inline(html: str) -> str:
@@ -163,6 +174,7 @@ def _inliner(session, run: Run):
 
 
 KERNEL_SCRIPTS_BYTES = 4 * 2**20
+DEVICE_CODE_BYTES = 16 * 2**20  # the device code (IR texts) an offline file carries, all kernels together
 
 
 def attachment(filename: str) -> str:

@@ -250,6 +250,7 @@ def _import_ranks(session, run: Run):
 # The long parts of a tab drawn only when opened (templates/report/parts.html): kind -> the tab that holds it.
 PARTS = {
     "kernel": {"inductor"},
+    "devicecode": {"inductor"},
     "fusion": {"inductor"},
     "ir": {"inductor"},
     "irnode": {"inductor"},
@@ -275,7 +276,8 @@ def part_html(session, run: Run, tab: str, kind: str, key: str) -> str | None:
     None when the run's report has no such part."""
     if tab not in PARTS.get(kind, ()) or not runstore.has_report(session, run):
         return None
-    sections = runstore.load_sections(session, run, [tab], outlines=True)
+    # A kernel's device code is the one part its tab's outline leaves out (contract.graphs.section_outline).
+    sections = runstore.load_sections(session, run, [tab], outlines=kind != "devicecode")
     if tab not in sections:
         return None
     # A generic field is drawn from the stored dict; every other part from the section's model.
