@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import io
+import json
 import os
 import re
 import signal
@@ -138,6 +140,28 @@ def wait_for_run(client, run_id: str, *, timeout: float = 240, worker: Worker | 
         return data if data["status"] in ("succeeded", "failed") else None
 
     return wait_until(finished, timeout=timeout, what=f"run {run_id} to finish", interval=0.2, worker=worker)
+
+
+def read_sample_report(name: str) -> dict:
+    """A sample report by name (tests/fixtures/reports): NAME.json, or NAME.json.gz for the large ones."""
+    path = os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    with gzip.open(path + ".gz", "rt") as f:
+        return json.load(f)
+
+
+def sample_site(instance_path, names, **extra: dict):
+    """A site whose database holds the named sample reports, and ``extra`` reports under their keywords, as
+    finished runs: (its test client, {name: slug})."""
+    from webapp import create_app
+
+    settings = make_settings(instance_path)
+    with session_factory(settings.database_url)() as session:
+        reports = {**{name: read_sample_report(name) for name in names}, **extra}
+        slugs = {name: store_sample_report(session, report).slug for name, report in reports.items()}
+    return create_app(settings).test_client(), slugs
 
 
 def store_sample_report(session, report: dict):

@@ -4,8 +4,6 @@ running for the rest of the session, the worker's broker polling and the idle br
 every later test that times a job (tests/engine/test_runtime_truth.py counts them as contention)."""
 
 import glob
-import gzip
-import json
 import os
 import threading
 from dataclasses import dataclass
@@ -15,7 +13,7 @@ from werkzeug.serving import make_server
 
 from storage.config import PROJECT_ROOT, Settings
 from storage.db import session_factory
-from tests.support import Worker, make_settings, store_sample_report
+from tests.support import Worker, make_settings, read_sample_report, store_sample_report  # noqa: F401 - read_sample_report: the tests import it from here too
 from webapp import create_app
 
 CHROMIUM = "/usr/bin/chromium"
@@ -72,16 +70,6 @@ SAMPLE_REPORTS = tuple(
         for path in glob.glob(os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", "*.json*"))
     )
 )
-
-
-def read_sample_report(name: str) -> dict:
-    """A sample report by name: NAME.json, or NAME.json.gz for the large ones."""
-    path = os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            return json.load(f)
-    with gzip.open(path + ".gz", "rt") as f:
-        return json.load(f)
 
 
 @pytest.fixture(scope="package")

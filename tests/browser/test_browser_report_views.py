@@ -234,7 +234,7 @@ def test_color_by_time_colors_each_node_by_its_kernels_share_of_the_step(site, s
     """Issue 24 item 4 on the CPU: the post-grad graph of a training run (three kernels of the profiled step) in the
     time overlay: the legend lists the kernels slowest first with the report's shares, a node's details say its
     kernel's share, and the toggle restores the kernels' own colors."""
-    from tests.browser.conftest import read_sample_report
+    from tests.support import read_sample_report
 
     profile = read_sample_report("activation_chain")["runtime"]["kernel_profile"]
     shares = {row["kernel"]: row["share"] for row in profile if row["kernel"]}

@@ -13,7 +13,8 @@ from playwright.sync_api import expect
 
 from storage import runstore
 from storage.db import session_factory
-from tests.browser.conftest import SAMPLE_REPORTS, read_sample_report
+from tests.browser.conftest import SAMPLE_REPORTS
+from tests.support import read_sample_report
 
 TABS = ("overview", "dynamo", "aot", "inductor", "runtime")
 LARGE = "residual_mlp_24"

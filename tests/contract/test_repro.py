@@ -9,7 +9,8 @@ import pytest
 
 from contract.graphs import graph_payload, report_graphs
 from contract.repro import REPRO_GRAPHS, _cpp_vector_bits, graph_repro, kernel_repro
-from tests.browser.conftest import SAMPLE_REPORTS, read_sample_report
+from tests.browser.conftest import SAMPLE_REPORTS
+from tests.support import read_sample_report
 
 REFUSALS = (
     "reads constants or subgraphs from its module",

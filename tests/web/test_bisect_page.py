@@ -11,12 +11,9 @@ import sys
 
 import pytest
 
-from storage.db import session_factory
-from tests.browser.conftest import read_sample_report
-from tests.support import make_settings, store_sample_report
+from tests.support import read_sample_report, sample_site
 from tests.web.test_memory_pages import get, raw
 from tests.web.test_report_agreement import text_of
-from webapp import create_app
 
 NAMES = ("broken_pass", "seed")
 BROKEN_PASS = os.path.join(os.path.dirname(__file__), "..", "fixtures", "models", "broken_pass.py")
@@ -24,10 +21,7 @@ BROKEN_PASS = os.path.join(os.path.dirname(__file__), "..", "fixtures", "models"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    settings = make_settings(tmp_path_factory.mktemp("bisect_pages"))
-    with session_factory(settings.database_url)() as session:
-        slugs = {name: store_sample_report(session, read_sample_report(name)).slug for name in NAMES}
-    return create_app(settings).test_client(), slugs
+    return sample_site(tmp_path_factory.mktemp("bisect_pages"), NAMES)
 
 
 def test_the_runtime_tab_names_the_pass_and_links_its_graph(site):

@@ -9,10 +9,8 @@ import pytest
 
 from storage import runstore
 from storage.db import session_factory
-from tests.browser.conftest import read_sample_report
-from tests.support import make_settings, store_sample_report
+from tests.support import read_sample_report, sample_site
 from tests.web.test_report_agreement import element, shown_guards, text_of
-from webapp import create_app
 from webapp.views import diff as diff_view
 
 NAMES = ("two_breaks_one_line", "custom_backend", "seed", "graph_break", "seed_busy_cpu", "mlp_train")
@@ -20,11 +18,7 @@ NAMES = ("two_breaks_one_line", "custom_backend", "seed", "graph_break", "seed_b
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    settings = make_settings(tmp_path_factory.mktemp("diff_page"))
-    with session_factory(settings.database_url)() as session:
-        slugs = {name: store_sample_report(session, read_sample_report(name)).slug for name in NAMES}
-        slugs["seed_slow"] = store_sample_report(session, slow_seed()).slug
-    return create_app(settings).test_client(), slugs
+    return sample_site(tmp_path_factory.mktemp("diff_page"), NAMES, seed_slow=slow_seed())
 
 
 def slow_seed() -> dict:

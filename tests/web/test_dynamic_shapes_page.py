@@ -6,21 +6,13 @@ import re
 
 import pytest
 
-from storage.db import session_factory
-from tests.browser.conftest import read_sample_report
-from tests.support import make_settings, store_sample_report
+from tests.support import read_sample_report, sample_site
 from tests.web.test_report_agreement import text_of
-from webapp import create_app
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    settings = make_settings(tmp_path_factory.mktemp("dynamic_shapes_page"))
-    with session_factory(settings.database_url)() as session:
-        slugs = {
-            name: store_sample_report(session, read_sample_report(name)).slug for name in ("dynamic_sizes", "seed")
-        }
-    return create_app(settings).test_client(), slugs
+    return sample_site(tmp_path_factory.mktemp("dynamic_shapes_page"), ("dynamic_sizes", "seed"))
 
 
 def dynamo_tab(site, name) -> str:

@@ -13,8 +13,7 @@ from storage import runstore
 from storage.config import PROJECT_ROOT
 from storage.db import session_factory
 from storage.models import Run
-from tests.browser.conftest import read_sample_report
-from tests.support import make_settings, store_sample_report
+from tests.support import make_settings, read_sample_report, store_sample_report
 from webapp import create_app
 
 

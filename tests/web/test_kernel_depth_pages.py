@@ -8,20 +8,14 @@ import re
 
 import pytest
 
-from storage.db import session_factory
-from tests.browser.conftest import read_sample_report
-from tests.support import make_settings, store_sample_report
-from webapp import create_app
+from tests.support import read_sample_report, sample_site
 
 NAMES = ("frozen_linear", "seed_roofline_cpu", "seed_gpu")
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    settings = make_settings(tmp_path_factory.mktemp("kernel_depth"))
-    with session_factory(settings.database_url)() as session:
-        slugs = {name: store_sample_report(session, read_sample_report(name)).slug for name in NAMES}
-    return create_app(settings).test_client(), slugs
+    return sample_site(tmp_path_factory.mktemp("kernel_depth"), NAMES)
 
 
 def section(page: str, section_id: str) -> str:

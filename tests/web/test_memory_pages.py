@@ -9,11 +9,8 @@ import re
 
 import pytest
 
-from storage.db import session_factory
-from tests.browser.conftest import read_sample_report
-from tests.support import make_settings, store_sample_report
+from tests.support import read_sample_report, sample_site
 from tests.web.test_report_agreement import text_of
-from webapp import create_app
 from webapp.numbers import data_size, times
 
 NAMES = ("activation_chain", "mlp_train")
@@ -21,10 +18,7 @@ NAMES = ("activation_chain", "mlp_train")
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    settings = make_settings(tmp_path_factory.mktemp("memory_pages"))
-    with session_factory(settings.database_url)() as session:
-        slugs = {name: store_sample_report(session, read_sample_report(name)).slug for name in NAMES}
-    return create_app(settings).test_client(), slugs
+    return sample_site(tmp_path_factory.mktemp("memory_pages"), NAMES)
 
 
 def get(client, url) -> str:

@@ -11,8 +11,8 @@ import pytest
 
 from contract.report import validate_report
 from storage.db import session_factory
-from tests.browser.conftest import SAMPLE_REPORTS, read_sample_report
-from tests.support import make_settings, store_sample_report
+from tests.browser.conftest import SAMPLE_REPORTS
+from tests.support import make_settings, read_sample_report, store_sample_report
 from webapp import create_app
 
 IMPORTS = [name for name in SAMPLE_REPORTS if name.startswith("import_")]

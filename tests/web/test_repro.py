@@ -10,20 +10,14 @@ import sys
 
 import pytest
 
-from storage.db import session_factory
-from tests.browser.conftest import read_sample_report
-from tests.support import make_settings, store_sample_report
-from webapp import create_app
+from tests.support import read_sample_report, sample_site
 
 NAMES = ("activation_chain", "dynamic_sizes", "seed", "recompile", "mlp_train")
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    settings = make_settings(tmp_path_factory.mktemp("repro"))
-    with session_factory(settings.database_url)() as session:
-        slugs = {name: store_sample_report(session, read_sample_report(name)).slug for name in NAMES}
-    return create_app(settings).test_client(), slugs
+    return sample_site(tmp_path_factory.mktemp("repro"), NAMES)
 
 
 def download(site, name: str, graph_id: str):

@@ -7,8 +7,7 @@ import re
 import pytest
 
 from storage.db import session_factory
-from tests.browser.conftest import read_sample_report
-from tests.support import make_settings, store_sample_report
+from tests.support import make_settings, read_sample_report, store_sample_report
 from tests.web.test_report_agreement import text_of
 from webapp import create_app
 
