@@ -13,7 +13,7 @@ from werkzeug.serving import make_server
 
 from storage.config import PROJECT_ROOT, Settings
 from storage.db import session_factory
-from tests.support import Worker, make_settings, read_sample_report, store_sample_report  # noqa: F401 - read_sample_report: the tests import it from here too
+from tests.support import Worker, make_settings, read_sample_report, store_sample_report
 from webapp import create_app
 
 CHROMIUM = "/usr/bin/chromium"
