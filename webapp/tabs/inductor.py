@@ -87,7 +87,7 @@ def roofline_chart(runtime: Runtime | None) -> dict | None:
     slope and the measured compute peak of each dtype the kernels compute in. Log axes; hover gives the figures."""
     points = roofline_points(runtime)
     bandwidth = runtime.memory_bandwidth.bytes_per_s if runtime else None
-    if not points or not bandwidth:
+    if runtime is None or not points or not bandwidth:
         return None
     peaks = runtime.compute_peaks
     used = sorted({p.peak for p in points if p.peak}, key=list(ROOF_NAMES).index)

@@ -501,11 +501,11 @@ def kernel_time_chart(runtime: Runtime, limit: int = 20) -> dict | None:
 def busy_chart(benchmarks: list[Benchmark]) -> dict | None:
     """Launch overhead at a glance: each rung's step as one bar, GPU busy time below and the host's share (wall
     time less GPU busy: launches, guards, Python) stacked on it, so that the bar's height is the measured step."""
-    rows = [b for b in benchmarks if b.gpu_busy_ms is not None and b.median_ms]
-    if not rows:
+    steps = [(b.config, b.gpu_busy_ms, b.median_ms) for b in benchmarks if b.gpu_busy_ms is not None and b.median_ms]
+    if not steps:
         return None
-    configs = [b.config for b in rows]
-    busy = [min(b.gpu_busy_ms, b.median_ms) for b in rows]
+    configs = [config for config, _, _ in steps]
+    busy = [min(gpu, step) for _, gpu, step in steps]
     return {
         "data": [
             {
@@ -520,7 +520,7 @@ def busy_chart(benchmarks: list[Benchmark]) -> dict | None:
                 "type": "bar",
                 "name": "host overhead (launches, guards, Python)",
                 "x": configs,
-                "y": [b.median_ms - used for b, used in zip(rows, busy)],
+                "y": [step - used for (_, _, step), used in zip(steps, busy)],
                 "marker": {"color": "#c2703d"},
                 "hovertemplate": "%{x}: host %{y:.4g} ms per step<extra></extra>",
             },
@@ -550,7 +550,7 @@ def autotune_decisions(runtime: Runtime) -> list[dict]:
                 "inputs": decision.inputs,
                 "chosen": chosen,
                 "against": against,
-                "gain": against.ms / chosen.ms if chosen and against and chosen.ms else None,
+                "gain": against.ms / chosen.ms if chosen and against and against.ms and chosen.ms else None,
                 "failed": sum(c.ms is None for c in choices),
                 "choices": [
                     {"choice": c, "relative": c.ms / chosen.ms if chosen and chosen.ms and c.ms is not None else None}
