@@ -5,8 +5,8 @@ its place on the roofline; per rung every autotuning decision and the step split
 
     python bench/gpu_kernel_depth.py [MODEL.py ...] [--out DIR] [--configs A,B,...]
 
-Default models: the seed at 64 MB (bench/models/seed_large.py), a transformer block
-(bench/models/transformer_block.py) and a conv net (examples/conv_bn.py). Each report is kept in --out (default
+Default models, in this order: a transformer block (bench/models/transformer_block.py), a conv net
+(examples/conv_bn.py) and the seed at 64 MB (bench/models/seed_large.py). Each report is kept in --out (default
 $OUT, else a temporary folder) as <model>.json: the recorded GPU fixtures of tests/fixtures/reports come from here.
 """
 
@@ -22,7 +22,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODELS = ("bench/models/seed_large.py", "bench/models/transformer_block.py", "examples/conv_bn.py")
+MODELS = ("bench/models/transformer_block.py", "examples/conv_bn.py", "bench/models/seed_large.py")
 CONFIGS = "eager,inductor_default,inductor_reduce_overhead,inductor_max_autotune"
 
 
