@@ -488,10 +488,10 @@ class IrStage(Model):
     truncated: bool = False
     """the text was longer than the report keeps of one stage (`IR_STAGE_BYTES` in engine/readers/triton_ir.py)
     and is cut at a line"""
-    lines: list[tuple[int, int]] = []
-    """(line in `text`, line in the kernel's `source`), 1-based: every line of this stage that carries a location
-    in the kernel's own file (Triton's `loc`, LLVM's `!DILocation`, PTX's `.loc`, nvdisasm's line info); a line
-    inlined from a helper is mapped to the kernel line that called it"""
+    lines: list[list[int]] = []
+    """[line in `text`, line in the kernel's `source`] pairs, 1-based: every line of this stage that carries a
+    location in the kernel's own file (Triton's `loc`, LLVM's `!DILocation`, PTX's `.loc`, nvdisasm's line info);
+    a line inlined from a helper is mapped to the kernel line that called it"""
 
 
 class DeviceCode(Model):

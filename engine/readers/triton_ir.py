@@ -106,7 +106,7 @@ def _stage(stage: str, text: str, located: dict[int, tuple[str, int]], kernel_fi
         text = text[: text.rfind("\n") + 1]
     last = text.count("\n") + 1
     lines = [
-        (ir_line, file_line - offset)
+        [ir_line, file_line - offset]
         for ir_line, (file, file_line) in sorted(located.items())
         if ir_line <= last and file_line - offset >= 1 and (kernel_file is None or file == kernel_file)
     ]

@@ -267,3 +267,49 @@ def test_color_by_time_on_the_dynamo_graph_follows_the_users_lines(site, sample_
     expect(graph).to_have_attribute("data-overlay", "time")
     expect(graph.locator(".graph-legend")).to_contain_text(f"line 6 100.0% ({SEED_KERNEL})")
     expect(graph.locator(".graph-info")).to_contain_text(f"in the kernels built from line 6: {SEED_KERNEL}")
+
+
+GPU_DEPTH = "seed_gpu_device_code"  # the H200 report with its kernel compiled here (tests/fixtures/triton/record_device_code.py)
+
+
+def test_device_code_maps_source_lines_to_each_ir_stage_and_back(site, sample_runs, page):
+    from tests.support import read_sample_report
+
+    kernel = next(
+        k for k in read_sample_report(GPU_DEPTH)["inductor"]["kernels"] if (k["device_code"] or {}).get("stages")
+    )
+    stages = {s["stage"]: s for s in kernel["device_code"]["stages"]}
+    by_source: dict[int, list[int]] = {}
+    for ir_line, source_line in stages["sass"]["lines"]:
+        by_source.setdefault(source_line, []).append(ir_line)
+    line = max(by_source, key=lambda n: len(by_source[n]))  # the source line with the most SASS lines
+    name = kernel["name"]
+    page.goto(report_url(site, sample_runs, GPU_DEPTH, "inductor") + f"#kernel-{name}")
+    card = page.locator(f"#kernel-{name}")
+    card.locator("details.device-code-fold > summary").click()
+    box = card.locator(".device-code")
+    expect(box.locator(".ir-tab")).to_have_count(len(stages))
+    expect(box.locator(".ir-tab[aria-selected=true]")).to_contain_text("SASS")
+
+    box.locator(f"#dk-{name}-{line}").click()
+    expect(box.locator(".ir-stage[data-stage=sass] .ir-mapped")).to_have_count(len(by_source[line]))
+    expect(box.locator(".ir-hint")).to_contain_text(f"Source line {line}: {len(by_source[line])} SASS line")
+    expect(box.locator(f"#dk-{name}-{line}")).to_have_class(re.compile(r"\bir-mapped\b"))
+
+    ttir = [ir for ir, src in stages["ttir"]["lines"] if src == line]
+    box.locator(".ir-tab[data-stage=ttir]").click()  # the selection follows the stage shown
+    expect(box.locator(".ir-stage[data-stage=ttir] .ir-mapped")).to_have_count(len(ttir))
+
+    other_ir, other_source = next((ir, src) for ir, src in stages["ttir"]["lines"] if src != line)
+    box.locator(f"#ir-{name}-ttir-{other_ir}").click()  # and back: an IR line marks its source line
+    expect(box.locator(f"#dk-{name}-{other_source}")).to_have_class(re.compile(r"\bir-mapped\b"))
+    expect(box.locator(f"#dk-{name}-{line}")).not_to_have_class(re.compile(r"\bir-mapped\b"))
+
+
+def test_the_roofline_is_drawn_on_the_inductor_tab(site, sample_runs, page):
+    page.goto(report_url(site, sample_runs, "seed_roofline_cpu", "inductor"))
+    roofline = page.locator("#inductor-roofline")
+    roofline.scroll_into_view_if_needed()  # charts are drawn when they come into view
+    expect(roofline.locator(".chart .main-svg").first).to_be_attached()
+    expect(roofline.locator(".chart")).to_contain_text("memory-bound kernels")
+    expect(roofline.locator(".roofline-words")).to_contain_text("1 of 1 placed kernel is memory-bound")

@@ -3,11 +3,13 @@ Triton really compiles here: an sm_90 target needs no GPU, only Triton's bundled
 gives the SASS. The oracle is the compiler itself: each IR line's own location, and what the line does (a TTIR
 ``math.sin`` must map to the source's ``tl.sin`` line, a PTX ``st.global`` and a SASS ``STG`` to ``tl.store``)."""
 
+import json
 import os
 import shutil
 
 import pytest
 
+from contract.report import DeviceCode
 from engine.readers import triton_ir
 
 triton = pytest.importorskip("triton")
@@ -52,6 +54,7 @@ def mapped(stage: dict, source_line: int) -> list[str]:
 
 def test_every_stage_is_read_with_the_launch_metadata(compiled, code):
     binary, _ = compiled
+    DeviceCode.model_validate(json.loads(json.dumps(code)))  # as the parent validates what the child wrote
     assert binary.name == "triton_poi_fused_sin_cos_0"
     assert [s["stage"] for s in code["stages"]] == ["ttir", "ttgir", "llir", "ptx", "sass"]
     assert code["missing"] == []

@@ -1,7 +1,9 @@
 """Issue 24's pages from recorded reports: autotuning per rung on the Runtime tab (frozen_linear, CPU
-max-autotune), the roofline on the Inductor tab (the seed on the CPU; the GPU reports of bench/gpu_kernel_depth.py),
-each step split into GPU busy and host time (seed_gpu), and a Triton kernel's device code with its line maps."""
+max-autotune), the roofline on the Inductor tab (the seed on the CPU), each step split into GPU busy and host time
+(seed_gpu), and a Triton kernel's device code with its line maps (seed_gpu_device_code: the H200 report's kernel
+compiled by this machine's Triton, tests/fixtures/triton/record_device_code.py)."""
 
+import base64
 import html
 import json
 import re
@@ -10,7 +12,7 @@ import pytest
 
 from tests.support import read_sample_report, sample_site
 
-NAMES = ("frozen_linear", "seed_roofline_cpu", "seed_gpu")
+NAMES = ("frozen_linear", "seed_roofline_cpu", "seed_gpu", "seed_gpu_device_code")
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +86,41 @@ def test_each_gpu_step_is_split_into_gpu_busy_and_host_time(site):
     for config, gpu, rest in zip(busy["x"], busy["y"], host["y"]):
         bench = next(b for b in benchmarks if b["config"] == config)
         assert gpu == pytest.approx(bench["gpu_busy_ms"]) and gpu + rest == pytest.approx(bench["median_ms"])
+
+
+def test_a_kernel_fold_gives_its_launch_and_fetches_its_ir_texts_only_when_opened(site):
+    client, slugs = site
+    [kernel] = read_sample_report("seed_gpu_device_code")["inductor"]["kernels"]
+    code = kernel["device_code"]
+    page = client.get(f"/r/{slugs['seed_gpu_device_code']}/inductor").get_data(as_text=True)
+    fold = page[
+        page.index('<details class="device-code-fold">') : page.index("</details>", page.index("device-code-fold"))
+    ]
+    text = words(fold)
+    assert "TTIR, TTGIR, LLIR, PTX, SASS" in text and "XBLOCK=1024" in text
+    assert f"{code['num_warps']} warps" in text and f"{code['registers']} registers per thread" in text
+    assert "no spills" in text and f"the chosen one of {code['compiled_variants']} configs" in text
+    assert f"/r/{slugs['seed_gpu_device_code']}/part/inductor/devicecode/0" in fold
+    ptx = next(s for s in code["stages"] if s["stage"] == "ptx")["text"]
+    assert ".target sm_90a" in ptx and ".target sm_90a" not in page  # the tab's outline leaves the texts out
+
+
+def test_the_device_code_part_carries_every_stage_with_its_line_map(site):
+    client, slugs = site
+    [kernel] = read_sample_report("seed_gpu_device_code")["inductor"]["kernels"]
+    part = client.get(f"/r/{slugs['seed_gpu_device_code']}/part/inductor/devicecode/0").get_data(as_text=True)
+    stages = re.findall(r'<div class="ir-stage" data-stage="(\w+)" data-lines="([^"]*)"', part)
+    assert [name for name, _ in stages] == ["ttir", "ttgir", "llir", "ptx", "sass"]
+    for (name, lines), stage in zip(stages, kernel["device_code"]["stages"]):
+        assert json.loads(html.unescape(lines)) == stage["lines"], name
+        last = stage["text"].count("\n")
+        assert f'id="ir-{kernel["name"]}-{name}-{last}"' in part  # every line of the stage is a span of its own
+    for _, source_line in kernel["device_code"]["stages"][-1]["lines"][:20]:
+        assert f'id="dk-{kernel["name"]}-{source_line}"' in part
+
+
+def test_the_offline_file_carries_the_device_code(site):
+    client, slugs = site
+    page = client.get(f"/r/{slugs['seed_gpu_device_code']}/export.html").get_data(as_text=True)
+    parts = [base64.b64decode(p).decode() for p in re.findall(r'data-part-url="data:text/html;base64,([^"]+)"', page)]
+    assert any('<section class="device-code"' in p and 'data-stage="sass"' in p for p in parts)

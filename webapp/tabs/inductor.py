@@ -133,7 +133,8 @@ def roofline_chart(runtime: Runtime | None) -> dict | None:
         "data": data,
         "layout": {
             "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP per byte)"}},
-            "yaxis": {"type": "log", "title": {"text": "achieved FLOP/s"}},
+            # SI prefixes: Plotly's default writes 1e11 as "100B", which reads as bytes.
+            "yaxis": {"type": "log", "exponentformat": "SI", "title": {"text": "achieved FLOP/s"}},
             "legend": {"orientation": "h", "y": -0.3},
             "margin": {"b": 96},
             "height": 380,

@@ -46,6 +46,7 @@ DRAWN_FIELDS = {
     },
     # timing, recorded_config, first_call_ms: in the ledes; job_seconds: the Overview's "the whole job took".
     "runtime": {
+        "autotune",
         "benchmarks",
         "bisect",
         "compile_seconds",
