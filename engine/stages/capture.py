@@ -8,7 +8,7 @@ import gc
 
 import torch
 
-from contract.vocab import capture_config
+from contract.vocab import CONFIGS, capture_config
 from engine.stages.aot import AotCollector
 from engine.stages.base import Stage
 from engine.stages.dynamo import DynamoCollector
@@ -39,7 +39,8 @@ class CaptureStage(Stage):
         for collector in collectors:
             collector.install()
         state.autotune = AutotuneWatch(ctx)  # every rung's autotuning, from this compile on (the ladder's)
-        state.autotune.install()
+        if any(CONFIGS[name].backend == "inductor" for name in job.request["configs"] if name in CONFIGS):
+            state.autotune.install()  # it imports Inductor (1.3 s here): not for a job that never compiles with it
 
         stages_seen = {"dynamo"}  # job.begin("dynamo") in _first_call announces it
 

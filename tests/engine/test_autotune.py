@@ -70,3 +70,27 @@ def test_node_flops_of_a_symbolic_size_are_unknown():
     graph = make_fx(lambda x: torch.sin(x) + 1, tracing_mode="symbolic")(torch.randn(8, 4)).graph
     counts = node_flops(graph)
     assert counts and all(flops is None for flops, _ in counts.values())
+
+
+INDUCTOR_SEEN = """
+import sys
+import torch
+
+
+def model(x):
+    print("inductor imported:", "torch._inductor.select_algorithm" in sys.modules)
+    return torch.relu(x)
+
+
+example_inputs = (torch.randn(8),)
+"""
+
+
+def test_a_job_without_an_inductor_rung_never_imports_inductors_autotuning(tmp_path):
+    """Watching autotuning imports Inductor's algorithm selection (1.3 s on this CPU): an eager and aot_eager job's
+    model, called after the recorded compile, still finds it unimported (its last print)."""
+    report, _ = run_code(tmp_path, INDUCTOR_SEEN, configs=["eager", "aot_eager"])
+    assert report["status"] == "ok", report["failure"]
+    printed = report["user_output"]["stdout"].strip().splitlines()
+    assert len(printed) > 3 and printed[-1] == "inductor imported: False", printed[-5:]
+    assert report["runtime"]["autotune"] == []
