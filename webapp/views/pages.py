@@ -367,15 +367,20 @@ def repro(slug: str, graph_id: str):
     if not graph_id.startswith(REPRO_GRAPHS):
         abort(404)
     with heavy_slot():
-        script, why_not = repro_script(session, run, graph_id)
+        found = repro_script(session, run, graph_id)
+    return _script_download(found, graph_id, f"pt2scope-{run.slug}-{graph_id}-repro.py")
+
+
+def _script_download(found: tuple[str | None, str | None], what: str, filename: str) -> Response:
+    """A repro download's answer from its (script, why not): the script as an attachment, a plain-text 422 that
+    says why there is none, or 404 where the run has no such thing."""
+    script, why_not = found
     if script is None and why_not is None:
         abort(404)
     if script is None:
-        return Response(f"No repro.py for {graph_id}: {why_not}.\n", status=422, mimetype="text/plain")
+        return Response(f"No repro.py for {what}: {why_not}.\n", status=422, mimetype="text/plain")
     return Response(
-        script,
-        mimetype="text/x-python",
-        headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-{graph_id}-repro.py"'},
+        script, mimetype="text/x-python", headers={"Content-Disposition": f'attachment; filename="{filename}"'}
     )
 
 
@@ -395,16 +400,8 @@ def kernel_repro_download(slug: str, index: int):
     session = context.session()
     run = _run_or_404(slug)
     with heavy_slot():
-        script, why_not = kernel_repro_script(session, run, index)
-    if script is None and why_not is None:
-        abort(404)
-    if script is None:
-        return Response(f"No repro.py for kernel {index}: {why_not}.\n", status=422, mimetype="text/plain")
-    return Response(
-        script,
-        mimetype="text/x-python",
-        headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-kernel-{index}-repro.py"'},
-    )
+        found = kernel_repro_script(session, run, index)
+    return _script_download(found, f"kernel {index}", f"pt2scope-{run.slug}-kernel-{index}-repro.py")
 
 
 def kernel_repro_script(
@@ -445,16 +442,8 @@ def minified_repro(slug: str):
     session = context.session()
     run = _run_or_404(slug)
     with heavy_slot():
-        script, why_not = minified_repro_script(session, run)
-    if script is None and why_not is None:
-        abort(404)
-    if script is None:
-        return Response(f"No repro.py for the minified graph: {why_not}.\n", status=422, mimetype="text/plain")
-    return Response(
-        script,
-        mimetype="text/x-python",
-        headers={"Content-Disposition": f'attachment; filename="pt2scope-{run.slug}-minified-repro.py"'},
-    )
+        found = minified_repro_script(session, run)
+    return _script_download(found, "the minified graph", f"pt2scope-{run.slug}-minified-repro.py")
 
 
 def minified_repro_script(session, run: Run, facts: dict | None = None) -> tuple[str | None, str | None]:
