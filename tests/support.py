@@ -142,6 +142,14 @@ def wait_for_run(client, run_id: str, *, timeout: float = 240, worker: Worker | 
     return wait_until(finished, timeout=timeout, what=f"run {run_id} to finish", interval=0.2, worker=worker)
 
 
+def wait_for_success(client, run_id: str, **wait) -> dict:
+    """``wait_for_run`` for a run that must succeed: a failed one fails the test with the run's own error (a bare
+    "'failed' == 'succeeded'" left a clean clone's failure unexplained)."""
+    data = wait_for_run(client, run_id, **wait)
+    assert data["status"] == "succeeded", f"run {run_id} {data['status']}: {data['error']}"
+    return data
+
+
 def read_sample_report(name: str) -> dict:
     """A sample report by name (tests/fixtures/reports): NAME.json, or NAME.json.gz for the large ones."""
     path = os.path.join(PROJECT_ROOT, "tests", "fixtures", "reports", f"{name}.json")

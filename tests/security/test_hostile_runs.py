@@ -12,7 +12,7 @@ import pytest
 from engine import jobgroup
 from engine.jobgroup import JobGroup
 from storage.config import PROJECT_ROOT
-from tests.support import SEED, Worker, make_settings, submittable, wait_for_run, wait_until
+from tests.support import SEED, Worker, make_settings, submittable, wait_for_run, wait_for_success, wait_until
 from webapp import create_app
 from workers.launch import dies_with_parent
 
@@ -71,14 +71,14 @@ def test_each_hostile_run_is_stopped_at_its_limit_and_the_worker_carries_on(site
         assert message in error["message"], (name, error["message"])
         page = client.get(f"/r/{run_ids[name]}").get_data(as_text=True)
         assert 'id="error"' in page and f"({kind})" in page
-    assert wait_for_run(client, after, timeout=120, worker=worker)["status"] == "succeeded"
+    wait_for_success(client, after, timeout=120, worker=worker)
     assert worker.process.poll() is None  # the same worker, still running
 
 
 def test_the_report_says_which_isolation_was_in_force(site):
     client, worker, _ = site
     run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
-    assert wait_for_run(client, run_id, worker=worker)["status"] == "succeeded"
+    wait_for_success(client, run_id, worker=worker)
     isolation = client.get(f"/api/runs/{run_id}/report").get_json()["isolation"]
     assert isolation["mode"] == "bubblewrap" and isolation["limits"]["process_limit"] == 64
     whole_job = JobGroup("pt2scope-probe-%d" % os.getpid(), None, 1)  # does this machine give jobs a cgroup?

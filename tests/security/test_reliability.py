@@ -11,7 +11,15 @@ from sqlalchemy import func, select, text
 from storage import runstore
 from storage.db import session_factory
 from storage.models import Run
-from tests.support import SEED, Worker, make_settings, scratch_postgres_and_redis, submittable, wait_for_run
+from tests.support import (
+    SEED,
+    Worker,
+    make_settings,
+    scratch_postgres_and_redis,
+    submittable,
+    wait_for_run,
+    wait_for_success,
+)
 from webapp import create_app
 
 ATTACKS = os.path.join(os.path.dirname(__file__), "attacks")
@@ -141,7 +149,7 @@ def test_an_exception_message_with_nul_and_a_lone_surrogate_is_stored_readably(s
 def test_the_worker_serves_the_next_run_after_the_attacks(site):
     client, worker, _ = site
     run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
-    assert wait_for_run(client, run_id, timeout=120, worker=worker)["status"] == "succeeded"
+    wait_for_success(client, run_id, timeout=120, worker=worker)
     assert worker.process.poll() is None
 
 

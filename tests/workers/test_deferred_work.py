@@ -8,7 +8,7 @@ import time
 
 from storage import runstore
 from storage.db import session_factory
-from tests.support import SEED, Worker, make_settings, wait_for_run, wait_until
+from tests.support import SEED, Worker, make_settings, wait_for_success, wait_until
 from webapp import create_app
 from workers.deferred import TAKEN
 
@@ -40,7 +40,7 @@ def test_a_job_leaves_its_warm_compile_to_an_idle_worker_which_yields_to_the_nex
         first = submit(SEED, INDUCTOR)
         wait_until(lambda: status(first)["status"] == "running", timeout=120, what="the first run to start")
         second = submit(f"{SEED}\n# the second student\n", CHEAP)
-        assert wait_for_run(client, first, worker=worker)["status"] == "succeeded"  # readable
+        wait_for_success(client, first, worker=worker)  # readable
         wait_until(lambda: times(first)[2], timeout=120, what="the first job to end", worker=worker)
         # The second run waited when the first's report was readable: the first left its work for later.
         assert warm(first) == "deferred"
@@ -51,7 +51,7 @@ def test_a_job_leaves_its_warm_compile_to_an_idle_worker_which_yields_to_the_nex
         assert [(s["stage"], s["state"]) for s in status(first)["still_measuring"]] == [("warm_compile", "deferred")]
         notice = client.get(f"/r/{first}").get_data(as_text=True)
         assert "data-deferred" in notice and "once the worker is idle" in notice and "js/run.js" in notice
-        assert wait_for_run(client, second, worker=worker)["status"] == "succeeded"
+        wait_for_success(client, second, worker=worker)
         wait_until(lambda: times(second)[2], timeout=120, what="the second job to end", worker=worker)
         # The first job held the worker only until its report was readable (its warm compile takes 20-40 s here),
         # and its warm compile did not run before the second job, which waited.
@@ -73,7 +73,7 @@ def test_a_job_leaves_its_warm_compile_to_an_idle_worker_which_yields_to_the_nex
         )
         time.sleep(3)  # well into its first fresh process
         third = submit(f"{SEED}\n# the third student\n", CHEAP)
-        assert wait_for_run(client, third, worker=worker)["status"] == "succeeded"
+        wait_for_success(client, third, worker=worker)
         created, third_started, _ = times(third)
         # It yielded: the work was not finished when the third job had run (had it held the worker, it would have
         # completed first: 20-40 s here), and the third job waited only for its message's pick-up.

@@ -7,7 +7,7 @@ import pytest
 
 from storage.db import session_factory
 from storage.models import Run
-from tests.support import SEED, Worker, make_settings, wait_for_run, wait_until
+from tests.support import SEED, Worker, make_settings, wait_for_success, wait_until
 from webapp import create_app
 
 # The first job holds the worker a few seconds in its user code, so that the others queue behind it.
@@ -56,7 +56,7 @@ def test_clients_take_turns_see_their_place_and_wait_and_identical_runs_are_one(
             waits.append(queued["wait_s"])
         time.sleep(0.5)
     for slug in [first["id"], *slugs.values()]:
-        assert wait_for_run(client, slug, worker=worker)["status"] == "succeeded"
+        wait_for_success(client, slug, worker=worker)
     assert any(w is not None and w > 0 for w in waits), waits
 
     # A run reads "succeeded" once its report is stored; the worker releases it after its cleanup (the job folder

@@ -10,7 +10,7 @@ import pytest
 
 from storage.db import session_factory
 from storage.models import Run
-from tests.support import SEED, Worker, make_settings, scratch_postgres_and_redis, wait_for_run
+from tests.support import SEED, Worker, make_settings, scratch_postgres_and_redis, wait_for_success
 from webapp import create_app
 
 REDIS_DB = 7  # a db index of its own, flushed: no other user of this server is touched
@@ -48,7 +48,7 @@ def test_two_pinned_workers_take_a_burst_together(production_settings):
             for i in range(JOBS)
         ]
         for slug in slugs:
-            assert wait_for_run(client, slug, timeout=600, worker=first)["status"] == "succeeded"
+            wait_for_success(client, slug, timeout=600, worker=first)
     with session_factory(settings.database_url)() as session:
         runs = [r for r in session.query(Run) if r.slug in slugs]
     busy = {r.slug: (r.started_at, r.released_at) for r in runs}

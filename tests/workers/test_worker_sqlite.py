@@ -17,6 +17,7 @@ from tests.support import (
     make_settings,
     submittable,
     wait_for_run,
+    wait_for_success,
     wait_until,
     waiting_child_args,
 )
@@ -116,7 +117,7 @@ def test_a_killed_worker_does_not_leave_its_run_running_forever(tmp_path):
     assert status["status"] == "failed" and status["error"]["kind"] == "worker_lost"
     assert "stopped responding" in status["error"]["message"]
     with Worker(settings) as successor:
-        assert wait_for_run(client, queued_id, worker=successor)["status"] == "succeeded"
+        wait_for_success(client, queued_id, worker=successor)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -255,7 +256,7 @@ def test_with_prestart_off_each_job_starts_its_own_child(tmp_path):
     client = create_app(settings).test_client()
     with Worker(settings) as worker:
         run_id = client.post("/api/runs", json={"code": SEED, "configs": ["eager"]}).get_json()["id"]
-        assert wait_for_run(client, run_id, worker=worker)["status"] == "succeeded"
+        wait_for_success(client, run_id, worker=worker)
     report = client.get(f"/api/runs/{run_id}/report").get_json()
     assert report["timeline"]["prestarted"] is False
     assert not any(p["prestart"] for p in report["timeline"]["phases"])
