@@ -42,6 +42,10 @@ class Config:
     backend: str | None  # None: plain eager, no torch.compile
     mode: str | None = None
     label: str = ""
+    # Whether the mode turns on CUDA graph trees on a GPU (torch._inductor.list_mode_options sets "triton.cudagraphs"
+    # for "reduce-overhead" and "max-autotune" alike; tests/engine/test_child_helpers.py checks it against torch):
+    # each step then marks its start, outputs live in the graphs' pool and a step's peak is not the allocator's.
+    cudagraphs: bool = False
 
 
 # The ladder, cheapest first (ConfigName's order). Plain eager is always measured: it is the baseline of every
@@ -58,8 +62,15 @@ CONFIGS: dict[ConfigName, Config] = {
             "inductor",
             "reduce-overhead",
             label='backend="inductor", mode="reduce-overhead"',
+            cudagraphs=True,
         ),
-        Config("inductor_max_autotune", "inductor", "max-autotune", label='backend="inductor", mode="max-autotune"'),
+        Config(
+            "inductor_max_autotune",
+            "inductor",
+            "max-autotune",
+            label='backend="inductor", mode="max-autotune"',
+            cudagraphs=True,
+        ),
     )
 }
 assert tuple(CONFIGS) == get_args(ConfigName), "one Config per ConfigName, in its order"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contract.report import Benchmark, Runtime, Timeline, TimelineSpan
+from contract.vocab import CONFIGS
 from webapp.numbers import figure, ms, seconds, times
 from webapp.tabs import debug  # noqa: F401 - the debug section, drawn on this tab as view.debug (_debug.html)
 
@@ -580,7 +581,7 @@ def host_bound_diagnosis(benchmarks: list[Benchmark]) -> list[str]:
             f"{b.config}: host-bound. The GPU is busy only {share:.0%} of each step ({figure(busy)} of "
             f"{ms(wall)}); the rest is Python, guards and kernel launches."
         )
-        if b.mode != "reduce-overhead":
+        if not (b.config in CONFIGS and CONFIGS[b.config].cudagraphs):
             note += ' mode="reduce-overhead" (CUDA graphs) replays the whole step with one launch, removing most of it'
             ro = by_config.get("inductor_reduce_overhead")
             if ro and ro.median_ms and ro.median_ms < wall:

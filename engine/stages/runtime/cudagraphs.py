@@ -63,13 +63,13 @@ class _ListHandler(logging.Handler):
 
 def cudagraph_status(device: str, config_name: str, texts: list[str], skips: int, messages: list[str] = ()) -> dict:
     config = CONFIGS.get(config_name)  # a user backend's rung is no built-in config: no mode, no CUDA graphs
-    if config is None or config.mode != "reduce-overhead":
+    if config is None or not config.cudagraphs:
         return {"status": "not_requested"}
     if device != "cuda":
+        same_as = ' the same code as mode="default"' if config.mode == "reduce-overhead" else " without them"
         return {
             "status": "not_applicable",
-            "reason": 'CUDA graphs exist only on CUDA devices: on the CPU mode="reduce-overhead" runs the same '
-            'code as mode="default".',
+            "reason": f'CUDA graphs exist only on CUDA devices: on the CPU mode="{config.mode}" runs{same_as}.',
         }
     recordings = [m for m in (_RECORDING.search(x) for x in messages) if m]
     rerecords = [m for m in recordings if m["kind"] == "Re-recording"]
