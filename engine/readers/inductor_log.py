@@ -23,12 +23,16 @@ _AOT_ID = re.compile(r"# AOT ID: \['\d+_(?P<kind>\w+)'\]")
 _FUSING = re.compile(r"^fusing (?P<a>\S+) with (?P<b>\S+)$")
 _NOT_FUSING = re.compile(r"^cannot fuse (?P<a>\S+) with (?P<b>\S+): (?P<reason>.+)$")
 _NUM_GB = re.compile(r"'kernel_num_gb': (?P<gb>[0-9.e-]+)")
-# Buffer sizes in the wrapper: "buf0 = empty_strided_cpu((1024, 1024), (1024, 1), torch.float32)" and the graph
-# inputs' "assert_size_stride(arg0_1, (1024, 1024), (1024, 1))" (dtype from the post-grad graph's placeholders).
-_BUFFER = re.compile(
-    r"^\s*(?P<name>\w+) = empty_strided\w*\(\((?P<size>[^)]*)\), \([^)]*\), torch\.(?P<dtype>\w+)", re.M
-)
-_INPUT_SIZE = re.compile(r"assert_size_stride\((?P<name>\w+), \((?P<size>[^)]*)\)")
+# Buffer sizes in the wrapper, line by line: "buf0 = empty_strided_cpu((1024, 1024), (1024, 1), torch.float32)";
+# "assert_size_stride(arg0_1, (1024, 1024), (1024, 1))" for graph inputs (dtype from the post-grad graph's
+# placeholders) and for a library call's output ("buf2 = extern_kernels.convolution(buf0, ...)": the dtype of the
+# first sized buffer it was passed); a reused buffer ("buf6 = reinterpret_tensor(buf3, (4, 16), ...); del buf3  #
+# reuse", "buf3 = buf2; del buf2  # reuse"), which an in-place kernel reads and writes: its base's dtype.
+_BUFFER = re.compile(r"^\s*(?P<name>\w+) = empty_strided\w*\(\((?P<size>[^)]*)\), \([^)]*\), torch\.(?P<dtype>\w+)")
+_ASSERTED_SIZE = re.compile(r"assert_size_stride\((?P<name>\w+), \((?P<size>[^)]*)\)")
+_REINTERPRETED = re.compile(r"^\s*(?P<name>\w+) = reinterpret_tensor\((?P<base>\w+), \((?P<size>[^)]*)\)")
+_ASSIGNED = re.compile(r"^\s*(?P<name>\w+) = (?P<value>.+)$")
+_NAME = re.compile(r"\b(?:buf|arg)\w+")
 _ITEMSIZE = {
     "float64": 8,
     "float32": 4,
@@ -211,18 +215,37 @@ def nodes_from_buffer_writes(kernel: dict, scheduler_nodes: dict) -> list[str]:
     return out
 
 
+def _buffer_sizes(output: dict, input_dtypes: dict) -> dict[str, tuple[str, str]]:
+    """{buffer: (its size as written, dtype)} for the buffers of one output code's wrapper (see _BUFFER)."""
+    sizes: dict[str, tuple[str, str]] = {}
+    dtypes: dict[str, str] = {}
+    for line in output["code"].splitlines():
+        if m := _BUFFER.match(line):
+            sizes[m["name"]], dtypes[m["name"]] = (m["size"], m["dtype"]), m["dtype"]
+        elif m := _REINTERPRETED.match(line):
+            if m["base"] in dtypes:
+                dtypes[m["name"]] = dtypes[m["base"]]
+                sizes[m["name"]] = (m["size"], dtypes[m["name"]])
+        elif (m := _ASSIGNED.match(line)) and not m["value"].startswith(("empty", "reinterpret")):
+            alias = m["value"].split(";")[0].strip()
+            if alias in sizes:
+                sizes[m["name"]], dtypes[m["name"]] = sizes[alias], dtypes[alias]
+            elif dtype := next((dtypes[n] for n in _NAME.findall(m["value"]) if n in dtypes), None):
+                dtypes[m["name"]] = dtype
+        for m in _ASSERTED_SIZE.finditer(line):
+            dtype = input_dtypes.get((compile_key(output["compile_id"]), output["kind"], m["name"]))
+            dtype = dtype or dtypes.get(m["name"])
+            if dtype:
+                dtypes.setdefault(m["name"], dtype)
+                sizes.setdefault(m["name"], (m["size"], dtype))
+    return sizes
+
+
 def estimate_kernel_bytes(kernels: list[dict], output: dict, input_dtypes: dict) -> None:
     """Where Inductor gave no kernel_num_gb (CPU kernels, Triton without the benchmark harness): the sum of the
     sizes of the buffers a kernel is passed, each counted once (``bytes_source`` says it is an estimate). Kernels
     with a symbolic size among their buffers keep None."""
-    code = output["code"]
-    sizes = {}
-    for m in _BUFFER.finditer(code):
-        sizes[m["name"]] = (m["size"], m["dtype"])
-    for m in _INPUT_SIZE.finditer(code):
-        dtype = input_dtypes.get((compile_key(output["compile_id"]), output["kind"], m["name"]))
-        if dtype:
-            sizes.setdefault(m["name"], (m["size"], dtype))
+    sizes = _buffer_sizes(output, input_dtypes)
     for kernel in kernels:
         args = kernel.pop("args", [])
         if kernel["bytes_accessed"] is not None:

@@ -10,6 +10,8 @@ recorded compile, so none of this is hidden by a cache hit (kernel binaries may 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from contract.compile_id import compile_key
@@ -40,7 +42,7 @@ class InductorCollector(Collector):
         # (compile key, kind) -> {"compile_id", "nodes": {op: info}, "groups": [...]}
         self.scheduler: dict[tuple, dict] = {}
         self.binaries = TritonBinaries(ctx)
-        self.flops: dict[tuple, tuple[int | None, str]] = {}  # (compile key, kind, node) -> (flops, how counted)
+        self.flops: dict[tuple, NodeFlops] = {}  # (compile key, kind, node) -> its count
         self.dtypes: dict[tuple, str] = {}  # (compile key, kind, node) -> its output's dtype
 
     def install(self) -> None:
@@ -226,10 +228,12 @@ class InductorCollector(Collector):
         floats = [d for d in floats if d and d.startswith(("float", "bfloat"))]
         kernel["compute_dtype"] = max(floats, key=lambda d: _FLOAT_BITS.get(d, 8), default=None)
         counted = [self.flops[(*key, n)] for n in kernel["source_nodes"] if (*key, n) in self.flops]
-        if not counted or any(flops is None for flops, _ in counted):
+        if not computes_library_ops(kernel):
+            counted = [c._replace(flops=c.elements, how="estimate: one per element") for c in counted]
+        if not counted or any(c.flops is None for c in counted):
             return
-        kernel["flops"] = sum(flops for flops, _ in counted)
-        ways = {how for flops, how in counted if flops}
+        kernel["flops"] = sum(c.flops for c in counted)
+        ways = {c.how for c in counted if c.flops}
         kernel["flops_source"] = (
             "formula and estimate" if len(ways) == 2 else next(iter(ways), "estimate: one per element")
         )
@@ -256,8 +260,14 @@ _REDUCTIONS = frozenset(
 _FLOAT_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
 
 
-def node_flops(graph: torch.fx.Graph) -> dict[str, tuple[int | None, str]]:
-    """{node: (floating-point operations, how counted)} for each call of a post-grad graph: torch's formula
+class NodeFlops(NamedTuple):
+    flops: int | None
+    how: str  # "formula" or "estimate: one per element"
+    elements: int | None  # its output's elements: what a kernel fusing only its epilogue or layout is counted
+
+
+def node_flops(graph: torch.fx.Graph) -> dict[str, NodeFlops]:
+    """For each call of a post-grad graph, its floating-point operations: torch's formula
     (torch.utils.flop_counter's registry: matmuls, convolutions, attention) where it has one, else one per element
     (see _REDUCTIONS); None where a size is symbolic."""
     from torch.utils.flop_counter import flop_registry
@@ -268,10 +278,12 @@ def node_flops(graph: torch.fx.Graph) -> dict[str, tuple[int | None, str]]:
             continue
         packet = getattr(node.target, "overloadpacket", None)
         out = node.meta.get("val")
+        out_elements = _plain(out.numel()) if isinstance(out, torch.Tensor) else None
         try:
             if packet in flop_registry:
                 args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta.get("val"))
-                counts[node.name] = (_plain(flop_registry[packet](*args, **kwargs, out_val=out)), "formula")
+                formula = _plain(flop_registry[packet](*args, **kwargs, out_val=out))
+                counts[node.name] = NodeFlops(formula, "formula", out_elements)
                 continue
         except (TypeError, ValueError, RuntimeError, AttributeError):  # a formula that does not take this call
             pass
@@ -280,11 +292,21 @@ def node_flops(graph: torch.fx.Graph) -> dict[str, tuple[int | None, str]]:
             sizes = [_plain(v.numel()) for v in read if isinstance(v, torch.Tensor)]
             elements = None if None in sizes else max(sizes, default=0)
         elif torch.Tag.pointwise in getattr(node.target, "tags", ()) and isinstance(out, torch.Tensor):
-            elements = _plain(out.numel())
+            elements = out_elements
         else:
             continue
-        counts[node.name] = (elements, "estimate: one per element")
+        counts[node.name] = NodeFlops(elements, "estimate: one per element", elements)
     return counts
+
+
+def computes_library_ops(kernel: dict) -> bool:
+    """Whether the kernel itself computes the matmuls and convolutions among its nodes: a template (a Triton
+    template, `@triton_heuristics.template`, or the C++ GEMM template with its micro-kernel). Any other kernel
+    whose nodes name one holds only its epilogue (a convolution's bias and activation) or a layout copy of its
+    operands, while the op itself runs in a library call (cuDNN, cuBLAS, MKL): counting the op's formula there put
+    a pointwise kernel of a conv net at 72,000 FLOP/byte, compute-bound (H100, 7 December)."""
+    source = kernel.get("source") or ""
+    return "@triton_heuristics.template" in source or "micro_gemm" in source
 
 
 def _plain(value) -> int | None:

@@ -199,6 +199,18 @@ def test_inference_without_train_is_compiled_and_timed_under_no_grad(explore):
     assert {g["kind"] for g in report["aot"]["graphs"]} == {"inference"}
     assert report["aot"]["partitions"] == []
     assert "torch.no_grad()" in report["runtime"]["timing"]["step"]
+    # The convolutions run in the library (oneDNN): a kernel fusing a convolution's epilogue is counted one FLOP per
+    # element, never the convolution's formula (which put such kernels at thousands of FLOP per byte).
+    fused_conv = [k for k in report["inductor"]["kernels"] if any("convolution" in n for n in k["source_nodes"])]
+    assert fused_conv, [k["source_nodes"] for k in report["inductor"]["kernels"]]
+    activation = 4 * 16 * 32 * 32 * 4  # one conv output of examples/conv_bn.py, float32
+    for kernel in fused_conv:
+        assert kernel["flops_source"] == "estimate: one per element", kernel["name"]
+        assert kernel["flops"] < 16 * kernel["bytes_accessed"], kernel["name"]
+    # A batch norm + ReLU epilogue rewrites the conv's output in place (a reused buffer: "buf3 = buf2; del buf2  #
+    # reuse"): its bytes count that output (before: only the norm's parameters, 18,688 bytes).
+    epilogues = [k for k in fused_conv if any(n.startswith("relu") for n in k["source_nodes"])]
+    assert epilogues and all(k["bytes_accessed"] >= activation for k in epilogues), epilogues
 
 
 def test_training_compares_gradients_too(explore):
