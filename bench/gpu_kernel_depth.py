@@ -7,12 +7,13 @@ its place on the roofline; per rung every autotuning decision and the step split
 
 Default models, in this order: a transformer block (bench/models/transformer_block.py), a conv net
 (examples/conv_bn.py) and the seed at 64 MB (bench/models/seed_large.py). Each report is kept in --out (default
-$OUT, else a temporary folder) as <model>.json: the recorded GPU fixtures of tests/fixtures/reports come from here.
+$OUT, else a temporary folder) as <model>.json.gz: the recorded GPU fixtures of tests/fixtures/reports come from here.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -26,8 +27,9 @@ MODELS = ("bench/models/transformer_block.py", "examples/conv_bn.py", "bench/mod
 CONFIGS = "eager,inductor_default,inductor_reduce_overhead,inductor_max_autotune"
 
 
-def explore(model: str, configs: str, out_dir: str) -> tuple[dict, float]:
-    out = os.path.join(out_dir, "jobs", os.path.basename(model).removesuffix(".py"))
+def explore(model: str, configs: str) -> tuple[dict, float]:
+    # The job folder stays outside --out: the device tool brings back only a few files from $OUT.
+    out = tempfile.mkdtemp(prefix=os.path.basename(model).removesuffix(".py") + "-")
     t0 = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "engine", "explore", model, "--device", "cuda", "--configs", configs]
@@ -101,13 +103,14 @@ def main() -> int:
     for model in args.models:
         name = os.path.basename(model).removesuffix(".py")
         try:
-            report, seconds = explore(model, args.configs, args.out)
+            report, seconds = explore(model, args.configs)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-            print(f"\n## {name}: the job failed: {exc}")
+            print(f"\n## {name}: the job failed: {exc}", flush=True)
             continue
-        with open(os.path.join(args.out, f"{name}.json"), "w") as f:
+        with gzip.open(os.path.join(args.out, f"{name}.json.gz"), "wt") as f:
             json.dump(report, f)
         print_report(name, report, seconds)
+        sys.stdout.flush()
     return 0
 
 
