@@ -4,6 +4,7 @@ field, versions are checked, v1 reports are upgraded, and the generated schema, 
 import copy
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -19,15 +20,17 @@ from contract.report import (
     validate_report,
 )
 from engine.reportfile import empty_report, failed_report, read_report
+from tests.support import read_sample_report
 
 ROOT = docs.ROOT
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "reports")
-FIXTURE_NAMES = sorted(name[:-5] for name in os.listdir(FIXTURES) if name.endswith(".json"))
+FIXTURE_NAMES = sorted(
+    re.sub(r"\.json(\.gz)?$", "", n) for n in os.listdir(FIXTURES) if re.search(r"\.json(\.gz)?$", n)
+)
 
 
 def fixture(name: str) -> dict:
-    with open(os.path.join(FIXTURES, f"{name}.json")) as f:
-        return json.load(f)
+    return read_sample_report(name)
 
 
 def missing_keys(value, schema: dict, defs: dict, path: str = "") -> list[str]:

@@ -1,7 +1,8 @@
 """Issue 24's pages from recorded reports: autotuning per rung on the Runtime tab (frozen_linear, CPU
 max-autotune), the roofline on the Inductor tab (the seed on the CPU), each step split into GPU busy and host time
 (seed_gpu), and a Triton kernel's device code with its line maps (seed_gpu_device_code: the H200 report's kernel
-compiled by this machine's Triton, tests/fixtures/triton/record_device_code.py)."""
+compiled by this machine's Triton, tests/fixtures/triton/record_device_code.py); on an H100's own reports
+(transformer_block_gpu, conv_bn_gpu), max-autotune's Triton templates against cuBLAS and every kernel's stages."""
 
 import base64
 import html
@@ -12,7 +13,14 @@ import pytest
 
 from tests.support import read_sample_report, sample_site
 
-NAMES = ("frozen_linear", "seed_roofline_cpu", "seed_gpu", "seed_gpu_device_code")
+NAMES = (
+    "frozen_linear",
+    "seed_roofline_cpu",
+    "seed_gpu",
+    "seed_gpu_device_code",
+    "transformer_block_gpu",
+    "conv_bn_gpu",
+)
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +132,40 @@ def test_the_offline_file_carries_the_device_code(site):
     page = client.get(f"/r/{slugs['seed_gpu_device_code']}/export.html").get_data(as_text=True)
     parts = [base64.b64decode(p).decode() for p in re.findall(r'data-part-url="data:text/html;base64,([^"]+)"', page)]
     assert any('<section class="device-code"' in p and 'data-stage="sass"' in p for p in parts)
+
+
+def test_max_autotune_on_the_gpu_lists_each_matmuls_templates_against_the_library(site):
+    """The transformer block's four linear layers on an H100: each decision lists Triton mm templates beside
+    cuBLAS (addmm, bias_addmm), with the winner first, and each generated kernel's configs benchmarked at launch."""
+    client, slugs = site
+    decisions = read_sample_report("transformer_block_gpu")["runtime"]["autotune"]
+    matmuls = [d for d in decisions if d["kind"] == "algorithm"]
+    assert len(matmuls) == 4 and {d["op"] for d in matmuls} == {"addmm"}
+    for decision in matmuls:
+        kinds = {c["kind"] for c in decision["choices"]}
+        assert kinds == {"template", "library"}, kinds
+        times = [c["ms"] for c in decision["choices"] if c["ms"] is not None]  # None: the candidate failed
+        assert times == sorted(times) and decision["choices"][0]["chosen"]
+        assert [c["ms"] for c in decision["choices"]][len(times) :] == [None] * (len(decision["choices"]) - len(times))
+    page = client.get(f"/r/{slugs['transformer_block_gpu']}/runtime").get_data(as_text=True)
+    autotune = section(page, "runtime-autotune")
+    assert autotune.count('class="autotune-row"') == len(decisions)
+    text = words(autotune)
+    assert text.count(f"All {len(matmuls[0]['choices'])} candidates") == 4
+    assert "bfloat16[4096, 768]" in text
+
+
+@pytest.mark.parametrize("name", ["transformer_block_gpu", "conv_bn_gpu"])
+def test_every_kernel_of_a_gpu_report_has_its_device_code_fold(site, name):
+    client, slugs = site
+    """The tab draws the hottest kernel's fold at once and fetches the others' with their kernel: together, one fold
+    per kernel, each with its own device-code part."""
+    kernels = read_sample_report(name)["inductor"]["kernels"]
+    page = client.get(f"/r/{slugs[name]}/inductor").get_data(as_text=True)
+    kernel_parts = sorted(set(re.findall(rf"/r/{slugs[name]}/part/inductor/kernel/\d+", page)))
+    served = [page] + [client.get(url).get_data(as_text=True) for url in kernel_parts]
+    assert sum(html_.count('<details class="device-code-fold">') for html_ in served) == len(kernels)
+    text = " ".join(words(html_) for html_ in served)
+    for index, kernel in enumerate(kernels):
+        assert any(f"/r/{slugs[name]}/part/inductor/devicecode/{index}" in html_ for html_ in served)
+        assert f"{kernel['device_code']['registers']} registers per thread" in text
