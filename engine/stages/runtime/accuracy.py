@@ -143,6 +143,9 @@ class Reference:
         result = compare(outs, self.outs, None)
         if result["verdict"] == "mismatch" and use_fp64 and result["max_abs_error"] is not None:
             result = compare(outs, self.outs, self.float64()[0] or None)
+        if result["verdict"] == "mismatch" and any(t.dtype == torch.float32 for t in self.outs):
+            note = tf32_note(self.workload.device)
+            result["reason"] = f"{result['reason']}. {note}" if note and result["reason"] else result["reason"]
         if self.workload.train:
             names = sorted(self.grads)
             if sorted(grads) != names:
@@ -167,6 +170,27 @@ class Reference:
             if g["verdict"] == "mismatch" and result["verdict"] == "match":
                 result.update(verdict="mismatch", reason="gradients: " + (g["reason"] or "mismatch"))
         return result
+
+
+def tf32_note(device: str) -> str | None:
+    """Why a float32 rung on a GPU may differ from eager with nothing wrong in the compiler: where TF32 is allowed
+    (cuDNN's convolutions allow it by default), a compiled graph that picks another layout or algorithm may round
+    its inputs to TF32's 10-bit mantissa where eager's kernels did not. An H100 conv net's default rung: RMSE against
+    float64 5.2e-5 where eager's was 3.7e-8, and the bisector named layout optimization (channels-last)."""
+    if device != "cuda":
+        return None
+    switches = {
+        "torch.backends.cudnn.allow_tf32": torch.backends.cudnn,
+        "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul,
+    }
+    allowed = [name for name, module in switches.items() if getattr(module, "allow_tf32", False)]
+    if not allowed:
+        return None
+    return (
+        f"TF32 is allowed here ({' and '.join(allowed)} = True): a compiled kernel in another layout or algorithm may "
+        "round float32 inputs to TF32 where eager's did not; to compare at full float32, set "
+        f"{' and '.join(f'{name} = False' for name in allowed)} in your file"
+    )
 
 
 RANDOM_STREAM_EAGER = (
