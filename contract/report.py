@@ -544,9 +544,9 @@ class Kernel(Model):
     flops: int | None = None
     """floating-point operations one call performs, summed over `source_nodes`: torch's formula where it has one
     (`torch.utils.flop_counter`: matmuls, convolutions, attention) and the kernel computes the op (a template kernel),
-    else one per output element (one per input element for a reduction; so too for a matmul or convolution node of a
-    kernel that holds only its epilogue or a layout copy, the op itself running in a library call); null when a size
-    is symbolic or no node was recorded. See `flops_source`"""
+    else one per output element (one per input element for a reduction); a matmul or convolution node of any other
+    kernel counts none (the kernel holds only its epilogue or a layout copy; the op runs in a library call); null
+    when a size is symbolic or no node was recorded. See `flops_source`"""
     flops_source: Literal["formula", "estimate: one per element", "formula and estimate"] | None = None
     compute_dtype: str | None = None
     """the widest floating-point dtype its fused nodes compute (`float32`, `bfloat16`): which compute peak it is

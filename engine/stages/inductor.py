@@ -229,7 +229,7 @@ class InductorCollector(Collector):
         kernel["compute_dtype"] = max(floats, key=lambda d: _FLOAT_BITS.get(d, 8), default=None)
         counted = [self.flops[(*key, n)] for n in kernel["source_nodes"] if (*key, n) in self.flops]
         if not computes_library_ops(kernel):
-            counted = [c._replace(flops=c.elements, how="estimate: one per element") for c in counted]
+            counted = [c._replace(flops=0) if c.how == "formula" else c for c in counted]
         if not counted or any(c.flops is None for c in counted):
             return
         kernel["flops"] = sum(c.flops for c in counted)
@@ -263,7 +263,6 @@ _FLOAT_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
 class NodeFlops(NamedTuple):
     flops: int | None
     how: str  # "formula" or "estimate: one per element"
-    elements: int | None  # its output's elements: what a kernel fusing only its epilogue or layout is counted
 
 
 def node_flops(graph: torch.fx.Graph) -> dict[str, NodeFlops]:
@@ -278,12 +277,10 @@ def node_flops(graph: torch.fx.Graph) -> dict[str, NodeFlops]:
             continue
         packet = getattr(node.target, "overloadpacket", None)
         out = node.meta.get("val")
-        out_elements = _plain(out.numel()) if isinstance(out, torch.Tensor) else None
         try:
             if packet in flop_registry:
                 args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta.get("val"))
-                formula = _plain(flop_registry[packet](*args, **kwargs, out_val=out))
-                counts[node.name] = NodeFlops(formula, "formula", out_elements)
+                counts[node.name] = NodeFlops(_plain(flop_registry[packet](*args, **kwargs, out_val=out)), "formula")
                 continue
         except (TypeError, ValueError, RuntimeError, AttributeError):  # a formula that does not take this call
             pass
@@ -292,19 +289,21 @@ def node_flops(graph: torch.fx.Graph) -> dict[str, NodeFlops]:
             sizes = [_plain(v.numel()) for v in read if isinstance(v, torch.Tensor)]
             elements = None if None in sizes else max(sizes, default=0)
         elif torch.Tag.pointwise in getattr(node.target, "tags", ()) and isinstance(out, torch.Tensor):
-            elements = out_elements
+            elements = _plain(out.numel())
         else:
             continue
-        counts[node.name] = NodeFlops(elements, "estimate: one per element", elements)
+        counts[node.name] = NodeFlops(elements, "estimate: one per element")
     return counts
 
 
 def computes_library_ops(kernel: dict) -> bool:
     """Whether the kernel itself computes the matmuls and convolutions among its nodes: a template (a Triton
     template, `@triton_heuristics.template`, or the C++ GEMM template with its micro-kernel). Any other kernel
-    whose nodes name one holds only its epilogue (a convolution's bias and activation) or a layout copy of its
-    operands, while the op itself runs in a library call (cuDNN, cuBLAS, MKL): counting the op's formula there put
-    a pointwise kernel of a conv net at 72,000 FLOP/byte, compute-bound (H100, 7 December)."""
+    whose nodes name one holds only its epilogue (a convolution's bias and activation, counted by their own nodes)
+    or a layout copy of its operands, while the op itself runs in a library call (cuDNN, cuBLAS, MKL): such a node
+    counts no FLOPs there. Its formula put a conv net's pointwise kernels at 12,000-72,000 FLOP/byte, and one per
+    element of the conv's output put its weight's layout copy at 19 (H100, 7 December); both read compute-bound.
+    A bias that Inductor adds in the epilogue has no node of its own: one FLOP per element left uncounted."""
     source = kernel.get("source") or ""
     return "@triton_heuristics.template" in source or "micro_gemm" in source
 

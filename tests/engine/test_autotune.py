@@ -61,9 +61,9 @@ def test_node_flops_agree_with_torch_flop_counter():
     with FlopCounterMode(display=False) as counter:
         f(a, b)
     by_op = {n.target.overloadpacket.__name__: counts[n.name] for n in graph.nodes if n.name in counts}
-    assert by_op["mm"][:2] == (counter.get_total_flops(), "formula") and by_op["mm"].elements == 32 * 16
-    assert by_op["relu"][:2] == (32 * 16, "estimate: one per element")
-    assert by_op["sum"][:2] == (32 * 16, "estimate: one per element")  # a reduction: the elements it reads
+    assert by_op["mm"] == (counter.get_total_flops(), "formula")
+    assert by_op["relu"] == (32 * 16, "estimate: one per element")
+    assert by_op["sum"] == (32 * 16, "estimate: one per element")  # a reduction: the elements it reads
 
 
 def test_node_flops_of_a_symbolic_size_are_unknown():

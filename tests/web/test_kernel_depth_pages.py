@@ -151,7 +151,8 @@ def test_max_autotune_on_the_gpu_lists_each_matmuls_templates_against_the_librar
     autotune = section(page, "runtime-autotune")
     assert autotune.count('class="autotune-row"') == len(decisions)
     text = words(autotune)
-    assert text.count(f"All {len(matmuls[0]['choices'])} candidates") == 4
+    for count in {len(d["choices"]) for d in decisions}:
+        assert text.count(f"All {count} candidates") == sum(len(d["choices"]) == count for d in decisions)
     assert "bfloat16[4096, 768]" in text
 
 
