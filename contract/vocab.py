@@ -43,9 +43,13 @@ class Config:
     mode: str | None = None
     label: str = ""
     # Whether the mode turns on CUDA graph trees on a GPU (torch._inductor.list_mode_options sets "triton.cudagraphs"
-    # for "reduce-overhead" and "max-autotune" alike; tests/engine/test_child_helpers.py checks it against torch):
+    # for "reduce-overhead" and "max-autotune" alike; tests/engine/test_recorded_traces.py checks it against torch):
     # each step then marks its start, outputs live in the graphs' pool and a step's peak is not the allocator's.
     cudagraphs: bool = False
+
+    def cudagraph_steps(self, device: str) -> bool:
+        """Whether a step of this rung on ``device`` replays CUDA graphs (and so must mark its start)."""
+        return self.cudagraphs and device == "cuda"
 
 
 # The ladder, cheapest first (ConfigName's order). Plain eager is always measured: it is the baseline of every

@@ -209,7 +209,7 @@ def main(argv: list[str]) -> int:
     compiled = torch.compile(inst.model, backend=config.backend, mode=config.mode)
     # The recorded compile's step (grad mode included: an inference graph without train), so the same graphs and
     # cache keys; the first call compiles.
-    workload.compared_step(compiled, inst, cudagraph_steps=config.cudagraphs and request["device"] == "cuda")
+    workload.compared_step(compiled, inst, cudagraph_steps=config.cudagraph_steps(request["device"]))
     written = len(kernel_binaries() - before)
     metrics = logtap.read(tap, "runtime.compile_metrics")
     kernels = sum(kernel_count(o["code"]) for o in logtap.read(tap, "inductor.output_code"))

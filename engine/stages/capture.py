@@ -96,7 +96,7 @@ def _first_call(job, capture_backend, dynamo: DynamoCollector) -> tuple[float, f
     ctx.recording = True
     inst = workload.fresh()
     compiled = torch.compile(inst.model, backend=capture_backend)
-    cudagraph_steps = target.cudagraphs and ctx.device == "cuda"
+    cudagraph_steps = target.cudagraph_steps(ctx.device)
     # The recorded rung's CUDA-graph status includes what its compile said (skip reasons are logged then).
     watch = state.watches.setdefault(target.name, CudagraphWatch(ctx))
     t0 = job.begin("dynamo", config=target.name)

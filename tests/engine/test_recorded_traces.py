@@ -78,7 +78,8 @@ def test_the_configs_that_use_cuda_graphs_are_the_modes_torch_turns_them_on_for(
     for config in CONFIGS.values():
         torch_says = bool(config.mode and list_mode_options(config.mode).get("triton.cudagraphs"))
         assert config.cudagraphs == torch_says, config.name
-    assert CONFIGS["inductor_max_autotune"].cudagraphs
+    assert CONFIGS["inductor_max_autotune"].cudagraph_steps("cuda")
+    assert not CONFIGS["inductor_max_autotune"].cudagraph_steps("cpu")
 
 
 def test_graph_breaks_and_recompiles_from_the_gpu_run():

@@ -119,7 +119,7 @@ class Steps:
         self.limit = job.request.get("time_limit_s") or 900
         self.ends_at = deadline(job)
         self.first_call_s = (entry.get("first_call_ms") or 0) / 1000
-        self.cudagraph_steps = self.config.cudagraphs and job.state.ctx.device == "cuda"
+        self.cudagraph_steps = self.config.cudagraph_steps(job.state.ctx.device)
         self.done: list[dict] = []
 
     def __call__(self) -> bool:

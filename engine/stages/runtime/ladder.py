@@ -245,7 +245,7 @@ class LadderStage(Stage):
         """Compile (the recorded config is compiled already), run the compared step, judge it, warm up."""
         ctx, workload, reference = state.ctx, state.workload, state.reference
         config, backend = state.user_rungs[name] if name in state.user_rungs else (CONFIGS[name], CONFIGS[name].backend)
-        cudagraph_steps = config.cudagraphs and ctx.device == "cuda"
+        cudagraph_steps = config.cudagraph_steps(ctx.device)
         entry = entries[name] = {
             "config": name,
             "label": config.label,

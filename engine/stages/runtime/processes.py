@@ -29,7 +29,7 @@ def time_here(workload: Workload, compiled: tuple, target: str, configs: list[st
     torch._dynamo.config.recompile_limit = torch._dynamo.config.recompile_limit * len(configs)  # as the ladder
     for name in configs:
         config = CONFIGS[name]
-        cudagraph_steps = config.cudagraphs and device == "cuda"
+        cudagraph_steps = config.cudagraph_steps(device)
         try:
             inst = workload.fresh() if name != target else compiled[0]
             if name == target:
